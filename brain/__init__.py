@@ -1,0 +1,7 @@
+"""The kernel brain's retrieval core: chunk, embed, store and search worklogs and kernel code.
+
+This package imports neither `api` nor `kernels`; the `brain` console entry point (cli.py) ties them together.
+"""
+
+class BrainError(Exception):
+    """A problem the user can act on; the CLI and the API print its message, never a traceback."""

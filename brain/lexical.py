@@ -1,0 +1,112 @@
+"""Lexical side of hybrid search: a code-aware tokenizer and a bm25s index persisted beside the store.
+
+Identifiers are indexed whole and split (`tcgen05.make_s2t_copy` -> tcgen05.make_s2t_copy, tcgen05,
+make_s2t_copy, make, s2t, copy; `PipelineTmaUmma` -> pipelinetmaumma, pipeline, tma, umma), and numbers
+keep their units (`466µs` -> 466µs, 466; `7.5%` -> 7.5%, 7.5), so both an exact identifier and a
+paraphrase in words find the same passage.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+_TOKEN = re.compile(
+    r"\d+(?:\.\d+)?(?:%|µs|μs|us|ms|ns|x|gb/s|tb/s|tflops?|kb|mb|gb)?(?![\w])"  # numbers with units
+    r"|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"  # dotted identifiers
+    r"|[^\x00-\x7f\W]+",  # other scripts' words
+    re.I,
+)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+")
+STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have how i if in into is it its of on or so that the their then "
+    "there these this to was were what when where which why will with you your we our can do does did not no "
+    "than too very just also only any all some such more most other".split()
+)
+
+
+_STEMMER = Stemmer.Stemmer("english")
+
+
+def _stem(word: str) -> str:
+    """Snowball-stem plain English words; identifiers and anything with digits stay exact."""
+    return _STEMMER.stemWord(word) if word.isalpha() else word
+
+
+def tokenize(text: str) -> list[str]:
+    out: list[str] = []
+    for m in _TOKEN.finditer(text.replace("μ", "µ")):
+        tok = m.group(0)
+        low = tok.lower()
+        if low[0].isdigit():
+            low = low.replace("us", "µs") if low.endswith("us") else low
+            out.append(low)
+            num = re.match(r"\d+(?:\.\d+)?", low).group(0)
+            if num != low:
+                out.append(num)
+            continue
+        if low in STOPWORDS:
+            continue
+        parts = {low}
+        for dotted in tok.split("."):
+            parts.add(dotted.lower())
+            for under in dotted.split("_"):
+                if under:
+                    parts.add(under.lower())
+                    if not under.islower() and not under.isupper():  # camelCase / PascalCase
+                        parts.update(p.lower() for p in _CAMEL.findall(under))
+        if len(parts) == 1:
+            out.append(_stem(low))
+        else:
+            # the whole identifier stays exact; its parts are stemmed like prose words so they meet prose
+            out.append(low)
+            out.extend(sorted({_stem(p) for p in parts - {low} if p not in STOPWORDS}))
+    return out
+
+
+class LexicalIndex:
+    """BM25 over a fixed list of chunk ids; rebuilt after each ingest that changed something."""
+
+    def __init__(self, ids: list[str], retriever: bm25s.BM25 | None):
+        self.ids = ids
+        self.retriever = retriever
+
+    @classmethod
+    def build(cls, ids: list[str], texts: list[str]) -> "LexicalIndex":
+        if not ids:
+            return cls([], None)
+        retriever = bm25s.BM25()
+        retriever.index([tokenize(t) or ["<empty>"] for t in texts], show_progress=False)
+        return cls(list(ids), retriever)
+
+    def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """Top-k (id, score) with score > 0; `allowed` is an optional boolean mask over ids."""
+        if self.retriever is None:
+            return []
+        tokens = [t for t in tokenize(query) if t in self.retriever.vocab_dict]
+        if not tokens:
+            return []
+        scores = self.retriever.get_scores(tokens)
+        if allowed is not None:
+            scores = np.where(allowed, scores, 0.0)
+        k = min(k, len(self.ids))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top])]
+        return [(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "ids.json").write_text(json.dumps(self.ids))
+        if self.retriever is not None:
+            self.retriever.save(str(folder), show_progress=False)
+
+    @classmethod
+    def load(cls, folder: Path) -> "LexicalIndex":
+        ids = json.loads((folder / "ids.json").read_text())
+        if not ids:
+            return cls([], None)
+        return cls(ids, bm25s.BM25.load(str(folder), show_progress=False))

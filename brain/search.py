@@ -1,0 +1,188 @@
+"""Hybrid search over one consistent snapshot of the index: bm25 + dense (Chroma), fused by rank.
+
+A `Searcher` holds a snapshot (chunk records + lexical index) for one manifest generation and swaps in a
+new one, whole, when the generation changes: a reader sees the index before or after an ingest, never half.
+Dense hits outside the snapshot (chunks written by an ingest still running) are ignored.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from brain import BrainError
+from brain.config import Settings
+from brain.embed import Embedder
+from brain.lexical import LexicalIndex, tokenize
+from brain.store import Store
+from brain.taxonomy import resolve_kind, resolve_tag
+
+MODES = ("bm25", "dense", "hybrid")
+RRF_K = 60
+POOL = 50  # candidates taken from each retriever before fusion
+
+
+@dataclass
+class Filters:
+    kind: str | None = None
+    tag: str | None = None
+    source: str | None = None
+    language: str | None = None
+    corpus: str | None = None
+    pattern: str | None = None
+
+    def normalized(self) -> "Filters":
+        return Filters(resolve_kind(self.kind) if self.kind else None, resolve_tag(self.tag) if self.tag else None,
+                       self.source or None, self.language.lower() if self.language else None,
+                       self.corpus or None, self.pattern.lower() if self.pattern else None)
+
+    def active(self) -> bool:
+        return any(vars(self).values())
+
+    def chroma_where(self) -> dict | None:
+        conds = []
+        if self.kind:
+            conds.append({"kind": self.kind})
+        if self.language:
+            conds.append({"language": self.language})
+        if self.corpus:
+            conds.append({"corpus": self.corpus})
+        if self.tag:
+            conds.append({f"tag:{self.tag}": True})
+        if self.pattern:
+            conds.append({f"pattern:{self.pattern}": True})
+        if not conds:
+            return None
+        return conds[0] if len(conds) == 1 else {"$and": conds}
+
+    def accepts(self, meta: dict) -> bool:
+        return ((not self.kind or meta["kind"] == self.kind)
+                and (not self.language or meta["language"] == self.language)
+                and (not self.corpus or meta["corpus"] == self.corpus)
+                and (not self.tag or self.tag in meta["tags"].split(","))
+                and (not self.pattern or self.pattern in meta["patterns"].split(","))
+                and (not self.source or self.source in meta["source"]))
+
+
+@dataclass
+class Hit:
+    id: str
+    score: float
+    text: str
+    meta: dict
+    signals: dict = field(default_factory=dict)  # per-retriever ranks, for explaining a result
+
+    def as_dict(self, rank: int) -> dict:
+        m = self.meta
+        return {"rank": rank, "score": round(self.score, 6), "text": self.text, "source": m["source"],
+                "start_line": m["start_line"], "end_line": m["end_line"], "section": m["section"],
+                "kind": m["kind"], "tags": [t for t in m["tags"].split(",") if t], "language": m["language"],
+                "corpus": m["corpus"], "patterns": [p for p in m["patterns"].split(",") if p]}
+
+
+class Snapshot:
+    def __init__(self, generation: int, ids: list[str], texts: list[str], metas: list[dict], lexical: LexicalIndex):
+        self.generation = generation
+        self.ids, self.texts, self.metas = ids, texts, metas
+        self.pos = {i: n for n, i in enumerate(ids)}
+        self.lexical = lexical
+        if lexical.ids != ids:  # lexical order must match the snapshot's for the filter mask
+            self.lexical = LexicalIndex.build(ids, [f"{m['context']}\n{t}" for t, m in zip(texts, metas)])
+
+    def mask(self, f: Filters) -> np.ndarray:
+        return np.fromiter((f.accepts(m) for m in self.metas), dtype=bool, count=len(self.metas))
+
+
+def rrf(rankings: list[list[str]], k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal rank fusion: each list contributes 1/(k + rank) for every id it ranks (rank from 1)."""
+    out: dict[str, float] = {}
+    for ranking in rankings:
+        for r, i in enumerate(ranking, 1):
+            out[i] = out.get(i, 0.0) + 1.0 / (k + r)
+    return out
+
+
+class Searcher:
+    def __init__(self, settings: Settings, store: Store | None = None, embedder: Embedder | None = None):
+        self.settings = settings
+        self.store = store or Store(settings)
+        self.embedder = embedder or Embedder(settings.model, settings.device)
+        self._snap: Snapshot | None = None
+        self._lock = threading.Lock()
+
+    # ---- snapshot -----------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        m = self.store.load_manifest()
+        snap = self._snap
+        if snap is not None and snap.generation == m.generation:
+            return snap
+        with self._lock:
+            if self._snap is None or self._snap.generation != m.generation:
+                ids, texts, metas = self.store.records()
+                lex = self.store.load_lexical(m.generation) or LexicalIndex.build(
+                    ids, [f"{meta['context']}\n{t}" for t, meta in zip(texts, metas)])
+                self._snap = Snapshot(m.generation, ids, texts, metas, lex)
+            return self._snap
+
+    # ---- retrievers ---------------------------------------------------------------------------
+    def _bm25(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[str]:
+        allowed = snap.mask(f) if f.active() else None
+        return [i for i, _ in snap.lexical.search(query, n, allowed)]
+
+    def _dense(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[str]:
+        if not snap.ids:
+            return []
+        vec = self.embedder.encode_query(query)
+        res = self.store.collection.query(query_embeddings=[vec], n_results=min(n, len(snap.ids)),
+                                          where=f.chroma_where(), include=["distances"])
+        out = []
+        for i in res["ids"][0]:
+            p = snap.pos.get(i)
+            if p is not None and (not f.source or f.source in snap.metas[p]["source"]):
+                out.append(i)
+        return out
+
+    # ---- public -------------------------------------------------------------------------------
+    def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid") -> list[Hit]:
+        query = (query or "").strip()
+        if not query:
+            raise BrainError("empty query: type a question, an error message or an identifier")
+        if mode not in MODES:
+            raise BrainError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
+        if k < 1 or k > 100:
+            raise BrainError("k must be between 1 and 100")
+        f = (filters or Filters()).normalized()
+        snap = self.snapshot()
+        rankings = {}
+        if mode in ("bm25", "hybrid"):
+            rankings["bm25"] = self._bm25(snap, query, f, POOL)
+        if mode in ("dense", "hybrid"):
+            rankings["dense"] = self._dense(snap, query, f, POOL)
+        fused = rrf(list(rankings.values()))
+        order = sorted(fused, key=lambda i: -fused[i])
+        hits = []
+        for i in order:
+            p = snap.pos[i]
+            signals = {name: r.index(i) + 1 for name, r in rankings.items() if i in r}
+            hits.append(Hit(i, fused[i], snap.texts[p], snap.metas[p], signals))
+        return collapse_duplicates(hits)[:k]
+
+
+def collapse_duplicates(hits: list[Hit]) -> list[Hit]:
+    """Drop a hit whose lines lie inside a better-ranked hit of the same file, or whose text repeats one."""
+    kept: list[Hit] = []
+    seen_text: set[str] = set()
+    for h in hits:
+        norm = re.sub(r"\s+", " ", h.text).strip().lower()
+        if norm in seen_text:
+            continue
+        m = h.meta
+        if any(k.meta["corpus"] == m["corpus"] and k.meta["source"] == m["source"]
+               and k.meta["start_line"] <= m["start_line"] and m["end_line"] <= k.meta["end_line"] for k in kept):
+            continue
+        seen_text.add(norm)
+        kept.append(h)
+    return kept
