@@ -6,6 +6,16 @@ import os
 import sys
 
 
+def _serve(args, settings) -> int:
+    from api.server import serve
+    return serve(settings, host=args.host, port=args.port, ingest_first=not args.no_ingest)
+
+
+def _mcp(args, settings) -> int:
+    from api.mcp_server import run_stdio
+    return run_stdio(settings)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from brain import commands
 
@@ -13,6 +23,15 @@ def build_parser() -> argparse.ArgumentParser:
                                      "reference NVFP4 kernels for CuTe DSL engineers")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
+
+    p = sub.add_parser("serve", help="ingest the default corpora, then serve HTTP + MCP + the search page")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--no-ingest", action="store_true", help="serve the index as it is")
+    p.set_defaults(handler=_serve)
+
+    p = sub.add_parser("mcp", help="MCP server on stdio, for coding agents")
+    p.set_defaults(handler=_mcp)
     return parser
 
 

@@ -9,15 +9,12 @@ import argparse
 import json
 import sys
 import textwrap
-import time
-from collections import Counter
 from pathlib import Path
 
 from brain import BrainError
 from brain.config import CorpusSpec, Settings, default_corpora
-from brain.ingest import Ingester
-from brain.patterns import PATTERNS
-from brain.search import Filters, Searcher
+from brain.search import Filters
+from brain.service import Brain
 from brain.store import Store
 
 
@@ -52,6 +49,21 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_search)
 
+    p = sub.add_parser("pitfall", help="paste an error message or traceback; get the rule that explains it")
+    p.add_argument("error", help="the error text ('-' reads it from stdin)")
+    p.add_argument("--k", type=int, default=3)
+    add_filter_args(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_pitfall)
+
+    p = sub.add_parser("snippets", help="code regions of the reference kernels that carry a pattern")
+    p.add_argument("pattern", help="e.g. s2t-copy, tma-load, pipeline-setup (see `brain patterns`)")
+    p.add_argument("query", nargs="?", help="optional: rank the snippets by this question")
+    p.add_argument("--k", type=int, default=5)
+    add_filter_args(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_snippets)
+
     p = sub.add_parser("chunks", help="every stored chunk with its metadata")
     p.add_argument("--source", help="only sources whose path contains this text")
     p.add_argument("--corpus")
@@ -85,14 +97,13 @@ def specs_from(args, store: Store) -> list[CorpusSpec]:
 
 
 def cmd_ingest(args, settings: Settings) -> int:
-    store = Store(settings)
+    brain = Brain(settings)
     if args.rebuild:
-        store.reset()
-    ingester = Ingester(settings, store)
+        brain.store.reset()
     if args.remove:
-        summary = ingester.remove_corpus(args.remove)
+        summary = brain.ingester.remove_corpus(args.remove)
     else:
-        summary = ingester.run(specs_from(args, store), progress=sys.stderr.isatty() and not args.json)
+        summary = brain.ingest(specs_from(args, brain.store), progress=sys.stderr.isatty() and not args.json)
     if args.json:
         print(json.dumps(summary.as_dict()))
         return 0
@@ -102,16 +113,12 @@ def cmd_ingest(args, settings: Settings) -> int:
     return 0
 
 
-def search_payload(query: str, hits, took_ms: float) -> dict:
-    return {"query": query, "took_ms": round(took_ms, 2), "results": [h.as_dict(r) for r, h in enumerate(hits, 1)]}
-
-
 def print_hits(payload: dict) -> None:
     if not payload["results"]:
         print("no results")
     for r in payload["results"]:
         tags = ", ".join(r["tags"])
-        print(f"{r['rank']}. {r['source']}:{r['start_line']}-{r['end_line']}  [{r['kind']}] {tags}")
+        print(f"{r['rank']}. {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  [{r['kind']}] {tags}")
         print(f"   {r['section']}")
         body = r["text"] if len(r["text"]) <= 600 else r["text"][:600] + " ..."
         print(textwrap.indent(body, "   | "))
@@ -119,29 +126,26 @@ def print_hits(payload: dict) -> None:
 
 
 def cmd_search(args, settings: Settings) -> int:
-    searcher = Searcher(settings)
-    t0 = time.perf_counter()
-    hits = searcher.search(args.query, args.k, filters_from(args), mode=args.mode)
-    payload = search_payload(args.query, hits, (time.perf_counter() - t0) * 1000)
+    payload = Brain(settings).search(args.query, args.k, filters_from(args), mode=args.mode)
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
     return 0
 
 
-def chunk_records(store: Store, source: str | None = None, corpus: str | None = None) -> list[dict]:
-    ids, texts, metas = store.records()
-    out = []
-    for i, text, m in zip(ids, texts, metas):
-        if (source and source not in m["source"]) or (corpus and m["corpus"] != corpus):
-            continue
-        out.append({"id": i, "text": text, "source": m["source"], "start_line": m["start_line"],
-                    "end_line": m["end_line"], "section": m["section"], "kind": m["kind"],
-                    "tags": [t for t in m["tags"].split(",") if t], "language": m["language"],
-                    "corpus": m["corpus"], "patterns": [p for p in m["patterns"].split(",") if p]})
-    return out
+def cmd_pitfall(args, settings: Settings) -> int:
+    error = sys.stdin.read() if args.error == "-" else args.error
+    payload = Brain(settings).pitfall(error, args.k, filters_from(args))
+    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    return 0
+
+
+def cmd_snippets(args, settings: Settings) -> int:
+    payload = Brain(settings).snippets(args.pattern, args.query, args.k, filters_from(args))
+    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    return 0
 
 
 def cmd_chunks(args, settings: Settings) -> int:
-    rows = chunk_records(Store(settings), args.source, args.corpus)
+    rows = Brain(settings).chunks(args.source, args.corpus)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
@@ -153,24 +157,8 @@ def cmd_chunks(args, settings: Settings) -> int:
     return 0
 
 
-def stats(store: Store, settings: Settings) -> dict:
-    m = store.load_manifest()
-    _, texts, metas = store.records()
-    corpora = {}
-    for name, spec in sorted(m.corpora.items()):
-        keys = [k for k in m.files if k.split(":", 1)[0] == name]
-        corpora[name] = {"root": spec["root"], "files": len(keys),
-                         "chunks": sum(len(m.files[k]["ids"]) for k in keys)}
-    patterns = Counter(p for meta in metas for p in meta["patterns"].split(",") if p)
-    return {"documents": len(m.files), "chunks": len(texts), "corpora": corpora,
-            "kinds": dict(Counter(meta["kind"] for meta in metas).most_common()),
-            "patterns": dict(sorted(patterns.items())), "model": m.model or settings.model,
-            "index": settings.chroma_url or str(store.home), "generation": m.generation,
-            "last_ingest": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(m.last_ingest)) if m.last_ingest else None}
-
-
 def cmd_stats(args, settings: Settings) -> int:
-    st = stats(Store(settings), settings)
+    st = Brain(settings).stats()
     if args.json:
         print(json.dumps(st, indent=1))
         return 0
@@ -182,18 +170,8 @@ def cmd_stats(args, settings: Settings) -> int:
     return 0
 
 
-def pattern_table(store: Store) -> list[dict]:
-    _, _, metas = store.records()
-    counts = Counter(p for meta in metas for p in meta["patterns"].split(",") if p)
-    rows = [{"pattern": name, "description": desc, "snippets": counts.get(name, 0)}
-            for name, (desc, _) in PATTERNS.items()]
-    rows += [{"pattern": name, "description": "(not a known pattern: check the marker's spelling)", "snippets": n}
-             for name, n in counts.items() if name not in PATTERNS]
-    return rows
-
-
 def cmd_patterns(args, settings: Settings) -> int:
-    rows = pattern_table(Store(settings))
+    rows = Brain(settings).patterns()
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

@@ -170,6 +170,75 @@ class Searcher:
             hits.append(Hit(i, fused[i], snap.texts[p], snap.metas[p], signals))
         return collapse_duplicates(hits)[:k]
 
+    def pitfall(self, error_text: str, k: int = 5, filters: Filters | None = None) -> list[Hit]:
+        """The rule that explains a pasted error: constraint and failed-attempt chunks first, exact names boosted."""
+        if not (error_text or "").strip():
+            raise BrainError("empty error text: paste the error message or traceback")
+        sig = ErrorSignals.parse(error_text)
+        hits = self.search(sig.query(), k=max(30, k), filters=filters)
+        if not hits:
+            return []
+        top = max(h.score for h in hits)
+        for h in hits:
+            exact = sum(1 for n in sig.names if n.lower() in h.text.lower())
+            h.signals["exact"] = exact
+            h.score += top * (PITFALL_KINDS.get(h.meta["kind"], 0.0) * (1 + (exact > 0)) + 0.25 * exact)
+        return sorted(hits, key=lambda h: -h.score)[:k]
+
+    def snippets(self, pattern: str, query: str | None = None, k: int = 10,
+                 filters: Filters | None = None) -> list[Hit]:
+        """Code regions carrying `pattern`, marked regions before auto-detected ones, ranked by `query` if given."""
+        name = (pattern or "").strip().lower().replace("_", "-")
+        snap = self.snapshot()
+        known = {p for m in snap.metas for p in m["patterns"].split(",") if p}
+        if not name or name not in known:
+            raise BrainError(f"unknown pattern '{pattern}'; known: {', '.join(sorted(known)) or 'none (ingest kernels/)'}")
+        f = filters or Filters()
+        f.pattern = name
+        if query and query.strip():
+            hits = self.search(query, k=min(100, max(3 * k, 30)), filters=f)
+        else:
+            nf = f.normalized()
+            hits = [Hit(i, 0.0, t, m) for i, t, m in zip(snap.ids, snap.texts, snap.metas) if nf.accepts(m)]
+        # explicit markers first, each group in retrieval (or file) order
+        hits.sort(key=lambda h: not h.meta.get("region", False))
+        return hits[:k]
+
+
+_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Warning|Failure))\b:?\s*(.*)$", re.M)
+_QUOTED = re.compile(r"""['"`]([^'"`\s]{2,80})['"`]""")
+_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+\b")
+_FRAME = re.compile(r'^\s*(File ".*", line \d+.*|Traceback \(most recent call last\):|\^+\s*)$', re.M)
+PITFALL_KINDS = {"constraint": 2.0, "failed-attempt": 1.0}  # boosts, in units of the best fused score
+
+
+@dataclass
+class ErrorSignals:
+    """What a pasted error says: the exception, the message, and the names in it worth matching exactly."""
+    exception: str | None
+    message: str
+    names: list[str]
+
+    @classmethod
+    def parse(cls, text: str) -> "ErrorSignals":
+        body = _FRAME.sub("", text)
+        exc_lines = _EXC_LINE.findall(body)
+        exception, message = (exc_lines[-1][0].split(".")[-1], exc_lines[-1][1]) if exc_lines else (None, "")
+        names = _QUOTED.findall(body) + _IDENT.findall(message or body)
+        if exception:
+            names.insert(0, exception)
+        seen, uniq = set(), []
+        for n in names:
+            if n.lower() not in seen:
+                seen.add(n.lower())
+                uniq.append(n)
+        return cls(exception, message.strip() or body.strip()[-500:], uniq[:12])
+
+    def query(self) -> str:
+        """The error line first (what a person would search for), then the names once more as weight."""
+        head = f"{self.exception}: {self.message}" if self.exception else self.message
+        return f"{head} {' '.join(self.names)}"
+
 
 def collapse_duplicates(hits: list[Hit]) -> list[Hit]:
     """Drop a hit whose lines lie inside a better-ranked hit of the same file, or whose text repeats one."""

@@ -56,7 +56,7 @@ def chunk_metadata(c: Chunk) -> dict:
     meta = {
         "corpus": c.corpus, "source": c.source, "start_line": c.start_line, "end_line": c.end_line,
         "section": c.section, "kind": c.kind, "language": c.language, "title": c.title, "context": c.context,
-        "tags": ",".join(c.tags), "patterns": ",".join(c.patterns),
+        "tags": ",".join(c.tags), "patterns": ",".join(c.patterns), "region": c.region,
     }
     # one boolean key per tag / pattern so Chroma can filter on them
     meta.update({f"tag:{t}": True for t in c.tags})

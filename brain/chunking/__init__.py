@@ -32,6 +32,7 @@ class Chunk:
     title: str = ""
     corpus: str = ""
     patterns: list[str] = field(default_factory=list)
+    region: bool = False  # a region marked `# pattern: NAME` in the source (an explicit snippet)
     context: str = ""  # prepended when embedding: document title and heading path, or enclosing signature
 
     @property

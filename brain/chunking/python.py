@@ -7,6 +7,7 @@ between its top-level statements, each piece headed by the enclosing signature.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import PurePosixPath
 
 from brain.chunking import MAX_CHARS, SECTION_SEP, Chunk, UnsupportedFile
@@ -25,7 +26,8 @@ def _signature(lines: list[str], node: ast.AST) -> str:
     """The `def ...:` / `class ...:` header, possibly over several lines."""
     body_start = node.body[0].lineno if node.body else node.lineno
     header = lines[node.lineno - 1: max(node.lineno, body_start - 1)]
-    text = " ".join(h.strip() for h in header)
+    text = " ".join(re.sub(r"\s+#.*$", "", h).strip() for h in header)  # drop per-argument comments
+    text = re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
     return text if text.endswith(":") else lines[node.lineno - 1].strip()
 
 
@@ -37,7 +39,7 @@ class _Builder:
         self.chunks: list[Chunk] = []
 
     def add(self, start: int, end: int, qualname: str, context: str, patterns: list[str] | None = None,
-            header: str = "") -> None:
+            header: str = "", region: bool = False) -> None:
         while start < end and not self.lines[start - 1].strip():
             start += 1
         while end > start and not self.lines[end - 1].strip():
@@ -50,7 +52,7 @@ class _Builder:
         self.chunks.append(Chunk(
             text=text, source=self.source, start_line=start, end_line=end, section=section, kind="code",
             language="python", tags=detect_tags(section, text), title=self.module, context=context or section,
-            patterns=patterns if patterns is not None else detect_patterns(body),
+            patterns=patterns if patterns is not None else detect_patterns(body), region=region,
         ))
 
     def size(self, start: int, end: int) -> int:
@@ -110,7 +112,8 @@ class _Builder:
         for region in find_regions(self.lines):
             enclosing = self._enclosing(region.start)
             self.add(region.start, region.end, f"{enclosing} [{', '.join(region.names)}]".strip(),
-                     f"{self.module} {enclosing}: pattern {', '.join(region.names)}", patterns=region.names)
+                     f"{self.module} {enclosing}: pattern {', '.join(region.names)}", patterns=region.names,
+                     region=True)
 
     def _enclosing(self, line: int) -> str:
         best = ""

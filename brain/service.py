@@ -1,0 +1,205 @@
+"""`Brain`: the one object the CLI, the HTTP API and the MCP server call.
+
+It owns the store, the searcher and the ingester for one Settings, serialises writes (ingest, upload,
+delete) behind one lock, and lets searches run meanwhile on the last complete snapshot.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from brain import BrainError
+from brain.chunking import SUPPORTED_SUFFIXES, UnsupportedFile, chunk_text
+from brain.config import CorpusSpec, Settings, default_corpora
+from brain.embed import Embedder
+from brain.ingest import Ingester, Summary
+from brain.patterns import PATTERNS
+from brain.search import Filters, Hit, Searcher
+from brain.store import Store, _atomic_write
+
+MAX_UPLOAD_BYTES = 1_000_000
+UPLOAD_CORPUS = "uploads"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def hit_dicts(hits: list[Hit]) -> list[dict]:
+    return [h.as_dict(r) for r, h in enumerate(hits, 1)]
+
+
+def search_payload(query: str, hits: list[Hit], took_ms: float) -> dict:
+    """The one JSON shape of a search answer (CLI --json, HTTP, MCP). Field names are a public contract."""
+    return {"query": query, "took_ms": round(took_ms, 2), "results": hit_dicts(hits)}
+
+
+def _split(csv: str) -> list[str]:
+    return [x for x in csv.split(",") if x]
+
+
+class Brain:
+    def __init__(self, settings: Settings | None = None):
+        self.settings = settings or Settings()
+        self.store = Store(self.settings)
+        self.embedder = Embedder(self.settings.model, self.settings.device)
+        self.searcher = Searcher(self.settings, self.store, self.embedder)
+        self.ingester = Ingester(self.settings, self.store, self.embedder)
+        self.write_lock = threading.Lock()
+
+    # ---- reads --------------------------------------------------------------------------------
+    def search(self, query: str, k: int = 5, filters: Filters | None = None, mode: str = "hybrid") -> dict:
+        t0 = time.perf_counter()
+        hits = self.searcher.search(query, k, filters, mode)
+        return search_payload(query, hits, (time.perf_counter() - t0) * 1000)
+
+    def pitfall(self, error_text: str, k: int = 3, filters: Filters | None = None) -> dict:
+        t0 = time.perf_counter()
+        hits = self.searcher.pitfall(error_text, k, filters)
+        return search_payload(error_text, hits, (time.perf_counter() - t0) * 1000)
+
+    def snippets(self, pattern: str, query: str | None = None, k: int = 5, filters: Filters | None = None) -> dict:
+        t0 = time.perf_counter()
+        hits = self.searcher.snippets(pattern, query, k, filters)
+        payload = search_payload(query or "", hits, (time.perf_counter() - t0) * 1000)
+        return {"pattern": pattern, **payload}
+
+    def chunks(self, source: str | None = None, corpus: str | None = None) -> list[dict]:
+        snap = self.searcher.snapshot()
+        out = []
+        for i, text, m in zip(snap.ids, snap.texts, snap.metas):
+            if (source and source not in m["source"]) or (corpus and m["corpus"] != corpus):
+                continue
+            row = Hit(i, 0.0, text, m).as_dict(0)
+            del row["rank"], row["score"]
+            out.append({"id": i, **row})
+        return out
+
+    def stats(self) -> dict:
+        m = self.store.load_manifest()
+        snap = self.searcher.snapshot()
+        corpora = {}
+        for name, spec in sorted(m.corpora.items()):
+            keys = [k for k in m.files if k.split(":", 1)[0] == name]
+            corpora[name] = {"root": spec["root"], "files": len(keys),
+                             "chunks": sum(len(m.files[k]["ids"]) for k in keys)}
+        patterns = Counter(p for meta in snap.metas for p in _split(meta["patterns"]))
+        return {"documents": len(m.files), "chunks": len(snap.ids), "corpora": corpora,
+                "kinds": dict(Counter(meta["kind"] for meta in snap.metas).most_common()),
+                "patterns": dict(sorted(patterns.items())), "model": m.model or self.settings.model,
+                "index": self.settings.chroma_url or str(self.store.home), "generation": m.generation,
+                "last_ingest": (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(m.last_ingest))
+                                if m.last_ingest else None)}
+
+    def patterns(self) -> list[dict]:
+        counts = Counter(p for meta in self.searcher.snapshot().metas for p in _split(meta["patterns"]))
+        rows = [{"pattern": name, "description": desc, "snippets": counts.get(name, 0)}
+                for name, (desc, _) in PATTERNS.items()]
+        rows += [{"pattern": name, "description": "(not a known pattern: check the marker's spelling)",
+                  "snippets": n} for name, n in sorted(counts.items()) if name not in PATTERNS]
+        return rows
+
+    # ---- sources ------------------------------------------------------------------------------
+    def sources(self) -> list[dict]:
+        m = self.store.load_manifest()
+        return [{"corpus": k.split(":", 1)[0], "source": k.split(":", 1)[1], "path": self._display(k),
+                 "chunks": len(e["ids"])} for k, e in sorted(m.files.items())]
+
+    @staticmethod
+    def _display(key: str) -> str:
+        corpus, source = key.split(":", 1)
+        return f"{corpus}/{source}"
+
+    def resolve_source(self, path: str) -> Path:
+        """`corpus/source` (or a bare source, if unambiguous) -> the file on disk, only inside an ingested corpus."""
+        m = self.store.load_manifest()
+        path = path.strip().lstrip("/")
+        matches = [k for k in m.files if self._display(k) == path] or \
+                  [k for k in m.files if k.split(":", 1)[1] == path]
+        if not matches:
+            raise BrainError(f"no ingested source '{path}' (GET /sources lists them)")
+        if len(matches) > 1:
+            raise BrainError(f"'{path}' is in several corpora: ask for one of "
+                             + ", ".join(self._display(k) for k in matches))
+        corpus, source = matches[0].split(":", 1)
+        root = Path(m.corpora[corpus]["root"]).resolve()
+        file = (root / source).resolve() if root.is_dir() else root
+        if root.is_dir() and not file.is_relative_to(root):  # a symlink pointing out of the corpus
+            raise BrainError(f"'{path}' resolves outside its corpus")
+        if not file.is_file():
+            raise BrainError(f"'{path}' was ingested but is no longer on disk; run `brain ingest`")
+        return file
+
+    def read_source(self, path: str, start: int | None = None, end: int | None = None) -> dict:
+        file = self.resolve_source(path)
+        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        start = 1 if start is None else start
+        end = len(lines) if end is None else end
+        if start < 1 or end < start:
+            raise BrainError(f"bad line range {start}-{end}: lines are 1-based and start <= end")
+        if start > len(lines):
+            raise BrainError(f"'{path}' has {len(lines)} lines; start {start} is past the end")
+        end = min(end, len(lines))
+        return {"path": path, "start_line": start, "end_line": end, "total_lines": len(lines),
+                "text": "\n".join(lines[start - 1:end])}
+
+    # ---- writes -------------------------------------------------------------------------------
+    def ingest(self, specs: list[CorpusSpec] | None = None, progress: bool = False) -> Summary:
+        with self.write_lock:
+            return self.ingester.run(specs or self.known_corpora(), progress=progress)
+
+    def known_corpora(self) -> list[CorpusSpec]:
+        """The default corpora plus every corpus ingested before (re-scanned by POST /ingest)."""
+        specs = {s.name: s for s in default_corpora()}
+        for name, c in self.store.load_manifest().corpora.items():
+            if Path(c["root"]).exists():
+                specs.setdefault(name, CorpusSpec(name, Path(c["root"]), tuple(c["include"]), tuple(c["exclude"])))
+        return list(specs.values())
+
+    def uploads_dir(self, corpus: str) -> Path:
+        return self.store.home / "uploads" / corpus
+
+    def upload(self, filename: str, data: bytes, corpus: str = UPLOAD_CORPUS) -> Summary:
+        """Validate, then store and index one markdown/Python file; a rejected upload changes nothing."""
+        name = Path(filename or "").name
+        if not _NAME.match(name) or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
+            raise BrainError(f"file name '{filename}' must be letters, digits, '.', '_' or '-' and end in "
+                             + ", ".join(SUPPORTED_SUFFIXES))
+        if not _NAME.match(corpus):
+            raise BrainError(f"corpus name '{corpus}' must be letters, digits, '.', '_' or '-'")
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise BrainError(f"upload is {len(data)} bytes; the limit is {MAX_UPLOAD_BYTES}")
+        if not data.strip():
+            raise BrainError("upload is empty")
+        if b"\0" in data:
+            raise BrainError("upload is binary; send markdown or Python source")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise BrainError("upload is not UTF-8 text") from None
+        try:
+            if not chunk_text(text, name, Path(name).suffix):
+                raise BrainError("upload has no content to index")
+        except UnsupportedFile as e:
+            raise BrainError(str(e)) from None
+        with self.write_lock:
+            folder = self.uploads_dir(corpus)
+            known = self.store.load_manifest().corpora.get(corpus)
+            if known and Path(known["root"]).resolve() != folder.resolve():
+                raise BrainError(f"corpus '{corpus}' is a folder on disk ({known['root']}), not an upload corpus")
+            _atomic_write(folder / name, text)
+            return self.ingester.run([CorpusSpec(corpus, folder)])
+
+    def delete_document(self, path: str) -> Summary:
+        """Remove an uploaded document (`corpus/file`) and its chunks."""
+        with self.write_lock:
+            m = self.store.load_manifest()
+            corpus, _, name = path.strip("/").partition("/")
+            key = f"{corpus}:{name}"
+            if key not in m.files:
+                raise BrainError(f"no document '{path}' (GET /sources lists them)")
+            folder = self.uploads_dir(corpus)
+            if Path(m.corpora[corpus]["root"]).resolve() != folder.resolve():
+                raise BrainError(f"'{path}' belongs to a corpus on disk; only uploaded documents can be deleted")
+            (folder / name).unlink(missing_ok=True)
+            return self.ingester.run([CorpusSpec(corpus, folder)])
