@@ -13,7 +13,7 @@ from pathlib import Path
 
 from brain import BrainError
 from brain.config import CorpusSpec, Settings, default_corpora
-from brain.search import Filters
+from brain.search import MODES, Filters
 from brain.service import Brain
 from brain.store import Store
 
@@ -63,6 +63,14 @@ def register(sub) -> None:
     add_filter_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_snippets)
+
+    p = sub.add_parser("eval", help="retrieval quality on a question file: hit@1, hit@5, MRR@10, nDCG@10")
+    p.add_argument("file", type=Path, help='JSON list of {"q": ..., "any": [needle, ...]}')
+    p.add_argument("--mode", choices=("hybrid", "bm25", "dense"), help="only this mode")
+    p.add_argument("--corpus", help="only search this corpus")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--show-misses", action="store_true", help="list questions with no relevant result in the top 5")
+    p.set_defaults(handler=cmd_eval)
 
     p = sub.add_parser("chunks", help="every stored chunk with its metadata")
     p.add_argument("--source", help="only sources whose path contains this text")
@@ -141,6 +149,26 @@ def cmd_pitfall(args, settings: Settings) -> int:
 def cmd_snippets(args, settings: Settings) -> int:
     payload = Brain(settings).snippets(args.pattern, args.query, args.k, filters_from(args))
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    return 0
+
+
+def cmd_eval(args, settings: Settings) -> int:
+    from brain.evaluate import evaluate, load_questions
+    questions = load_questions(args.file)
+    report = evaluate(Brain(settings).searcher, questions, (args.mode,) if args.mode else MODES, args.corpus)
+    if args.json:
+        for row in report["modes"].values():
+            row.pop("misses@5")
+        print(json.dumps(report))
+        return 0
+    print(f"{report['n']} questions")
+    print(f"{'mode':<8} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'ndcg@10':>8} {'p50 ms':>7} {'chars@5':>8}")
+    for mode, r in report["modes"].items():
+        print(f"{mode:<8} {r['hit@1']:>6.3f} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} {r['ndcg@10']:>8.3f} "
+              f"{r['p50_ms']:>7.1f} {r['mean_chars@5']:>8.0f}")
+        if args.show_misses:
+            for q in r["misses@5"]:
+                print(f"    miss: {q}")
     return 0
 
 

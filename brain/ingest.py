@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from brain import BrainError
-from brain.chunking import SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
+from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
 from brain.config import CorpusSpec, Settings
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex
@@ -88,6 +88,7 @@ class Ingester:
         m = self.store.load_manifest()
         changed = self._reconcile(m)
 
+        rechunk_all = m.chunker != CHUNKER_VERSION  # the chunker changed since this index was built
         todo: list[tuple[str, Path, str, dict]] = []  # (key, path, hash, stat) of changed files
         seen: set[str] = set()
         for spec in specs:
@@ -101,10 +102,10 @@ class Ingester:
                 s.files_seen += 1
                 st = path.stat()
                 entry = m.files.get(key)
-                if entry and entry["size"] == st.st_size and entry["mtime_ns"] == st.st_mtime_ns:
+                if entry and not rechunk_all and entry["size"] == st.st_size and entry["mtime_ns"] == st.st_mtime_ns:
                     continue  # unchanged by stat: no read, no hash
                 digest = _hash(path)
-                if entry and entry["hash"] == digest:
+                if entry and not rechunk_all and entry["hash"] == digest:
                     entry["mtime_ns"] = st.st_mtime_ns
                     changed = True
                     continue
@@ -152,9 +153,10 @@ class Ingester:
             s.files_changed += 1
             changed = True
 
-        if changed or not m.last_ingest:
+        if changed or rechunk_all or not m.last_ingest:
             m.generation += 1
             m.model = self.settings.model
+            m.chunker = CHUNKER_VERSION
             m.last_ingest = time.time()
             self.store.save_manifest(m)
             self.rebuild_lexical(m.generation)

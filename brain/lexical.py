@@ -16,7 +16,7 @@ import numpy as np
 import Stemmer
 
 _TOKEN = re.compile(
-    r"\d+(?:\.\d+)?(?:%|µs|μs|us|ms|ns|x|gb/s|tb/s|tflops?|kb|mb|gb)?(?![\w])"  # numbers with units
+    r"\d+(?:\.\d+)?(?: ?(?:µs|μs|us|ms|ns)|%|x|gb/s|tb/s|tflops?|kb|mb|gb)?(?![\w])"  # numbers with units
     r"|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"  # dotted identifiers
     r"|[^\x00-\x7f\W]+",  # other scripts' words
     re.I,
@@ -43,7 +43,8 @@ def tokenize(text: str) -> list[str]:
         tok = m.group(0)
         low = tok.lower()
         if low[0].isdigit():
-            low = low.replace("us", "µs") if low.endswith("us") else low
+            low = low.replace(" ", "")
+            low = low[:-2] + "µs" if low.endswith("us") else low
             out.append(low)
             num = re.match(r"\d+(?:\.\d+)?", low).group(0)
             if num != low:

@@ -1,8 +1,9 @@
 """Kernel-code patterns: the names `brain snippets` retrieves by, and how code gets them.
 
 Marker convention (explicit, preferred): a comment line `# pattern: NAME[, NAME ...]` opens a region just
-before the code it describes and `# end pattern` closes the innermost open region; an unclosed region ends
-where the block it was opened in ends (the first later line indented less than the marker).
+before the code it describes and `# end pattern` closes the innermost open region. An unclosed region ends
+where the block it was opened in ends (the first later line indented less than the marker) or where the
+next marker at the same indentation opens a sibling region.
 
 Detection rules (automatic, where no marker is written): a code chunk whose text matches a pattern's
 regex below carries that pattern too.
@@ -66,24 +67,25 @@ def find_regions(lines: list[str]) -> list[Region]:
     """Marked regions in source `lines`; unknown names are kept (a typo shows up in `brain patterns`)."""
     regions: list[Region] = []
     open_: list[tuple[Region, int]] = []  # (region, marker indent), innermost last
+
+    def close_while(cond, end_line: int) -> None:
+        while open_ and cond(open_[-1][1]):
+            region, _ = open_.pop()
+            region.end = _last_code_line(lines, end_line)
+            regions.append(region)
+
     for i, line in enumerate(lines, 1):
-        # close regions whose block ended: a non-blank line indented less than the marker
-        if line.strip() and not _MARK_CLOSE.match(line):
+        if line.strip() and not _MARK_CLOSE.match(line):  # a block ended: a line indented less than the marker
             indent = len(line) - len(line.lstrip())
-            while open_ and indent < open_[-1][1]:
-                region, _ = open_.pop()
-                region.end = _last_code_line(lines, i - 1)
-                regions.append(region)
+            close_while(lambda marker: indent < marker, i - 1)
         if m := _MARK_OPEN.match(line):
-            names = pattern_names(m.group(2))
-            open_.append((Region(names, i, i), len(m.group(1))))
+            close_while(lambda marker: marker >= len(m.group(1)), i - 1)  # a sibling marker ends the open region
+            open_.append((Region(pattern_names(m.group(2)), i, i), len(m.group(1))))
         elif _MARK_CLOSE.match(line) and open_:
             region, _ = open_.pop()
             region.end = i
             regions.append(region)
-    for region, _ in open_:
-        region.end = _last_code_line(lines, len(lines))
-        regions.append(region)
+    close_while(lambda marker: True, len(lines))
     return sorted(regions, key=lambda r: (r.start, r.end))
 
 

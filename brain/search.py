@@ -96,13 +96,75 @@ class Snapshot:
         return np.fromiter((f.accepts(m) for m in self.metas), dtype=bool, count=len(self.metas))
 
 
-def rrf(rankings: list[list[str]], k: int = RRF_K) -> dict[str, float]:
-    """Reciprocal rank fusion: each list contributes 1/(k + rank) for every id it ranks (rank from 1)."""
+def rrf(rankings: list[list[str]], k: int = RRF_K, weights: list[float] | None = None) -> dict[str, float]:
+    """Reciprocal rank fusion: each list adds weight/(k + rank) for every id it ranks (rank from 1)."""
     out: dict[str, float] = {}
-    for ranking in rankings:
+    for n, ranking in enumerate(rankings):
+        w = weights[n] if weights else 1.0
         for r, i in enumerate(ranking, 1):
-            out[i] = out.get(i, 0.0) + 1.0 / (k + r)
+            out[i] = out.get(i, 0.0) + w / (k + r)
     return out
+
+
+def convex(lists: dict[str, list[tuple[str, float]]], weights: dict[str, float]) -> dict[str, float]:
+    """Convex mix of scores scaled to [0, 1] per retriever (min-max over its candidates; absent = 0)."""
+    out: dict[str, float] = {}
+    for name, ranked in lists.items():
+        if not ranked:
+            continue
+        hi, lo = ranked[0][1], ranked[-1][1]
+        span = (hi - lo) or 1.0
+        for i, score in ranked:
+            out[i] = out.get(i, 0.0) + weights.get(name, 0.0) * (score - lo) / span
+    return out
+
+
+def lexical_first(lists: dict[str, list[tuple[str, float]]], beta: float) -> dict[str, float]:
+    """bm25 scaled by its best score (so the top lexical match is 1.0) plus beta x raw cosine similarity.
+
+    Unlike min-max or rank fusion this keeps each retriever's confidence: a decisive identifier match stays on
+    top, while cosine (on the same scale for every query) lifts paraphrases bm25 ranks low or misses.
+    """
+    out: dict[str, float] = {}
+    if lists.get("bm25"):
+        best = lists["bm25"][0][1]
+        out = {i: score / best for i, score in lists["bm25"]}
+    for i, cos in lists.get("dense", []):
+        out[i] = out.get(i, 0.0) + beta * cos
+    return out
+
+
+def fuse(lists: dict[str, list[tuple[str, float]]], method: str | None = None) -> dict[str, float]:
+    """Combine retriever lists into one score per id. FUSION (chosen by bench/fusion_sweep.py) is the default."""
+    method = method or FUSION
+    if len(lists) == 1:  # a single retriever keeps its own order
+        (ranked,) = lists.values()
+        return {i: 1.0 / (RRF_K + r) for r, (i, _) in enumerate(ranked, 1)}
+    if method not in FUSION_WEIGHTS:
+        raise BrainError(f"unknown fusion '{method}' (choose from {', '.join(FUSION_WEIGHTS)})")
+    w = FUSION_WEIGHTS[method]
+    if method.startswith("rrf"):
+        return rrf([[i for i, _ in lists[name]] for name in lists], weights=[w[name] for name in lists])
+    if method.startswith("lexical-first"):
+        return lexical_first(lists, w["dense"])
+    return convex(lists, w)
+
+
+# candidate fusions measured by bench/fusion_sweep.py; FUSION names the winner
+FUSION_WEIGHTS = {
+    "rrf": {"bm25": 1.0, "dense": 1.0},
+    "rrf-bm25x2": {"bm25": 1.0, "dense": 0.5},
+    "rrf-bm25x3": {"bm25": 1.0, "dense": 0.33},
+    "convex-0.5": {"bm25": 0.5, "dense": 0.5},
+    "convex-0.6": {"bm25": 0.6, "dense": 0.4},
+    "convex-0.7": {"bm25": 0.7, "dense": 0.3},
+    "convex-0.8": {"bm25": 0.8, "dense": 0.2},
+    "lexical-first-0.2": {"bm25": 1.0, "dense": 0.2},
+    "lexical-first-0.3": {"bm25": 1.0, "dense": 0.3},
+    "lexical-first-0.5": {"bm25": 1.0, "dense": 0.5},
+    "lexical-first-0.75": {"bm25": 1.0, "dense": 0.75},
+}
+FUSION = "lexical-first-0.5"  # best hit@5 and MRR@10 on bench/eval_shipped.json (bench/fusion_sweep.py)
 
 
 class Searcher:
@@ -128,25 +190,37 @@ class Searcher:
             return self._snap
 
     # ---- retrievers ---------------------------------------------------------------------------
-    def _bm25(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[str]:
+    def _bm25(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[tuple[str, float]]:
         allowed = snap.mask(f) if f.active() else None
-        return [i for i, _ in snap.lexical.search(query, n, allowed)]
+        return snap.lexical.search(query, n, allowed)
 
-    def _dense(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[str]:
+    def _dense(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[tuple[str, float]]:
+        """(id, cosine similarity) of the nearest chunks; Chroma applies the metadata filters."""
         if not snap.ids:
             return []
         vec = self.embedder.encode_query(query)
         res = self.store.collection.query(query_embeddings=[vec], n_results=min(n, len(snap.ids)),
                                           where=f.chroma_where(), include=["distances"])
         out = []
-        for i in res["ids"][0]:
+        for i, dist in zip(res["ids"][0], res["distances"][0]):
             p = snap.pos.get(i)
             if p is not None and (not f.source or f.source in snap.metas[p]["source"]):
-                out.append(i)
+                out.append((i, 1.0 - dist))
         return out
 
+    def retrieve(self, query: str, f: Filters, mode: str, n: int = POOL) -> dict[str, list[tuple[str, float]]]:
+        """Each retriever's ranked (id, score) list for `query`: the raw material fusion works on."""
+        snap = self.snapshot()
+        lists = {}
+        if mode in ("bm25", "hybrid"):
+            lists["bm25"] = self._bm25(snap, query, f, n)
+        if mode in ("dense", "hybrid"):
+            lists["dense"] = self._dense(snap, query, f, n)
+        return lists
+
     # ---- public -------------------------------------------------------------------------------
-    def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid") -> list[Hit]:
+    def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid",
+               fusion: str | None = None) -> list[Hit]:
         query = (query or "").strip()
         if not query:
             raise BrainError("empty query: type a question, an error message or an identifier")
@@ -156,26 +230,22 @@ class Searcher:
             raise BrainError("k must be between 1 and 100")
         f = (filters or Filters()).normalized()
         snap = self.snapshot()
-        rankings = {}
-        if mode in ("bm25", "hybrid"):
-            rankings["bm25"] = self._bm25(snap, query, f, POOL)
-        if mode in ("dense", "hybrid"):
-            rankings["dense"] = self._dense(snap, query, f, POOL)
-        fused = rrf(list(rankings.values()))
+        lists = self.retrieve(query, f, mode)
+        fused = fuse(lists, fusion)
         order = sorted(fused, key=lambda i: -fused[i])
         hits = []
         for i in order:
-            p = snap.pos[i]
-            signals = {name: r.index(i) + 1 for name, r in rankings.items() if i in r}
-            hits.append(Hit(i, fused[i], snap.texts[p], snap.metas[p], signals))
+            signals = {name: r + 1 for name, ranked in lists.items() for r, (j, _) in enumerate(ranked) if j == i}
+            hits.append(Hit(i, fused[i], snap.texts[snap.pos[i]], snap.metas[snap.pos[i]], signals))
         return collapse_duplicates(hits)[:k]
 
-    def pitfall(self, error_text: str, k: int = 5, filters: Filters | None = None) -> list[Hit]:
+    def pitfall(self, error_text: str, k: int = 5, filters: Filters | None = None,
+                fusion: str | None = None) -> list[Hit]:
         """The rule that explains a pasted error: constraint and failed-attempt chunks first, exact names boosted."""
         if not (error_text or "").strip():
             raise BrainError("empty error text: paste the error message or traceback")
         sig = ErrorSignals.parse(error_text)
-        hits = self.search(sig.query(), k=max(30, k), filters=filters)
+        hits = self.search(sig.query(), k=max(30, k), filters=filters, fusion=fusion)
         if not hits:
             return []
         top = max(h.score for h in hits)

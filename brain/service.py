@@ -39,10 +39,10 @@ def _split(csv: str) -> list[str]:
 
 
 class Brain:
-    def __init__(self, settings: Settings | None = None):
+    def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None):
         self.settings = settings or Settings()
         self.store = Store(self.settings)
-        self.embedder = Embedder(self.settings.model, self.settings.device)
+        self.embedder = embedder or Embedder(self.settings.model, self.settings.device)
         self.searcher = Searcher(self.settings, self.store, self.embedder)
         self.ingester = Ingester(self.settings, self.store, self.embedder)
         self.write_lock = threading.Lock()

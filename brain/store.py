@@ -40,6 +40,7 @@ def _atomic_write(path: Path, text: str) -> None:
 class Manifest:
     generation: int = 0
     model: str = ""
+    chunker: int = 0
     last_ingest: float | None = None
     corpora: dict[str, dict] = field(default_factory=dict)  # name -> {"root", "include", "exclude"}
     files: dict[str, dict] = field(default_factory=dict)  # "corpus:source" -> {"hash","size","mtime_ns","ids"}
@@ -141,7 +142,7 @@ class Store:
             raw = json.loads(self.manifest_path.read_text())
             if raw.get("version") != MANIFEST_VERSION:
                 raise ValueError(f"version {raw.get('version')!r}, expected {MANIFEST_VERSION}")
-            return Manifest(raw["generation"], raw.get("model", ""), raw.get("last_ingest"),
+            return Manifest(raw["generation"], raw.get("model", ""), raw.get("chunker", 0), raw.get("last_ingest"),
                             raw.get("corpora", {}), raw["files"])
         except (ValueError, KeyError, TypeError) as e:
             raise BrainError(f"the ingest manifest {self.manifest_path} is corrupt ({e}); "
@@ -149,7 +150,7 @@ class Store:
 
     def save_manifest(self, m: Manifest) -> None:
         _atomic_write(self.manifest_path, json.dumps({
-            "version": MANIFEST_VERSION, "generation": m.generation, "model": m.model,
+            "version": MANIFEST_VERSION, "generation": m.generation, "model": m.model, "chunker": m.chunker,
             "last_ingest": m.last_ingest, "corpora": m.corpora, "files": m.files}))
 
     def reset(self) -> None:

@@ -38,6 +38,17 @@ def _decode(seq: bytes) -> str | None:
     return out if out.isprintable() else None
 
 
+def _with_dropped_byte(head: list[int]) -> str | None:
+    """A 3/4-byte sequence missing one continuation byte that cp1252 cannot show; only symbols qualify
+    (U+2000 and up: arrows, marks, emoji), so a lone accented letter is never rewritten."""
+    for pos in range(1, len(head) + 1):
+        for b in _DROPPED:
+            cand = _decode(bytes(head[:pos] + [b] + head[pos:]))
+            if cand is not None and ord(cand[0]) >= 0x2000:
+                return cand
+    return None
+
+
 def _fix_run(run: str) -> str:
     data = [_to_byte(c) for c in run]
     out, i = [], 0
@@ -48,16 +59,8 @@ def _fix_run(run: str) -> str:
             fixed = _decode(bytes(data[i:i + need]))
             if fixed is not None:
                 i += need
-            else:  # one continuation byte may have been dropped by the bad decode
-                head = data[i:i + need - 1]
-                for pos in range(1, need):
-                    for b in _DROPPED:
-                        cand = _decode(bytes(head[:pos] + [b] + head[pos:]))
-                        if cand is not None and len(head) == need - 1:
-                            fixed = cand
-                            break
-                    if fixed is not None:
-                        break
+            elif need >= 3 and i + need - 1 <= len(data):
+                fixed = _with_dropped_byte(data[i:i + need - 1])
                 if fixed is not None:
                     i += need - 1
         if fixed is None:

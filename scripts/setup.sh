@@ -25,6 +25,6 @@ if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
 fi
 # Pin whatever torch we now have so no dependency can swap it for a CUDA build.
 .venv/bin/python -c 'import torch; print("torch==" + torch.__version__)' > .venv/torch-constraint.txt
-pip install -c .venv/torch-constraint.txt -e ".[test]"
+pip install -c .venv/torch-constraint.txt -e ".[test,cute]"
 .venv/bin/python -c 'import brain, kernels, api, cli' || { echo "package import failed" >&2; exit 1; }
 echo "$want" > "$stamp"

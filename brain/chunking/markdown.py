@@ -128,15 +128,23 @@ def chunk_markdown(text: str, source: str, title: str | None = None, line_offset
             sections[-1][2].extend(_split_prose(b, lines) if b.kind == "prose" else [b])
 
     chunks = []
-    for path, heading, body in sections:
+    carried: int | None = None  # first line of heading-only sections waiting for the next section's text
+    for n_section, (path, heading, body) in enumerate(sections):
         if not body:
-            continue  # a heading with nothing under it: its children carry its title in their path
+            # a heading with nothing under it often says something ("Estimate: 1.25x - 1.40x"): it opens the
+            # next section's first chunk, or stands alone at the end of the file
+            if heading is not None and carried is None:
+                carried = heading.start
+            if heading is None or n_section < len(sections) - 1:
+                continue
+            body = [Block("heading", heading.start, heading.end)]
         if not path or path[0] != title:
             path = [title] + path
         section = SECTION_SEP.join(path)
         for n, (start, end) in enumerate(_pack(body, lines)):
-            if n == 0 and heading is not None:
-                start = heading.start  # the first piece shows its heading
+            if n == 0:
+                start = min(x for x in (start, carried, heading.start if heading else None) if x is not None)
+                carried = None
             piece = "\n".join(lines[start:end + 1]).strip("\n")
             chunks.append(Chunk(
                 text=piece, source=source, start_line=start + 1 + line_offset, end_line=end + 1 + line_offset,

@@ -1,0 +1,103 @@
+"""YAML front matter: split it off a markdown page and map its fields onto the project's vocabulary.
+
+Front matter is metadata, not prose: it is never indexed as text. Its title names the document, its
+type/kind becomes a document kind, and its tags, keywords and architectures become tags. Line numbers stay
+exact because the caller learns how many lines the front matter took.
+"""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from brain.taxonomy import KINDS, resolve_kind, resolve_tag
+
+_OPEN = "---"
+_CLOSE = ("---", "...")
+# an architecture a wiki writes (sm_100a, SM90, Blackwell, H100) -> the tag it means; None: no project tag
+_ARCH_FAMILY = re.compile(r"^sm_?(\d{2,3})[a-z]?$")
+_ARCH_TAGS = {"100": "sm100", "101": "sm100", "103": "sm100", "90": "sm90"}
+
+TAG_FIELDS = ("tags", "keywords")
+ARCH_FIELDS = ("arch", "architecture", "architectures", "gpu", "gpus", "hardware")
+KIND_FIELDS = ("type", "kind", "category")
+
+
+def split_front_matter(text: str) -> tuple[dict, str, int]:
+    """(metadata, body, lines consumed). Front matter is YAML between a first line `---` and the next line
+    `---` or `...`. No front matter, an unclosed block, or YAML that does not parse to a mapping all give
+    ({}, text, 0): the page is then indexed whole, as written."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n").rstrip() != _OPEN:
+        return {}, text, 0
+    for end in range(1, len(lines)):
+        if lines[end].rstrip("\r\n").rstrip() in _CLOSE:
+            break
+    else:
+        return {}, text, 0
+    try:
+        meta = yaml.safe_load("".join(lines[1:end]))
+    except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: a date like 2024-13-45
+        return {}, text, 0
+    if meta is None:
+        meta = {}  # `---\n---`: an empty block is still front matter
+    if not isinstance(meta, dict):
+        return {}, text, 0  # `---` opening a page of prose, or a YAML scalar: not metadata
+    return meta, "".join(lines[end + 1:]), end + 1
+
+
+def _as_list(value) -> list[str]:
+    """A YAML list, or a comma-separated string, as a list of non-empty strings."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple, set)):
+        items = value
+    else:
+        items = str(value).split(",")
+    return [str(x).strip() for x in items if x is not None and str(x).strip()]
+
+
+def arch_tag(name: str) -> str:
+    """`sm_100a` -> sm100, `SM90` -> sm90, `Blackwell` -> sm100; an architecture with no project tag
+    (sm80, sm120) is kept as the wiki spells it, lower-cased."""
+    low = name.strip().lower()
+    if m := _ARCH_FAMILY.match(low):
+        return _ARCH_TAGS.get(m.group(1), f"sm{m.group(1)}")
+    return resolve_tag(low)
+
+
+def front_matter_fields(meta: dict) -> dict:
+    """Chunk metadata from front matter: {"title": str, "kind": project kind or "", "doc_type": the type as
+    written when it is not a project kind, "tags": [canonical tags, unknown ones as written]}. The kind is
+    "" when the page states none, and "reference" when it states one the project does not know."""
+    if not isinstance(meta, dict):
+        raise TypeError(f"front matter must be a mapping, not {type(meta).__name__}")
+    title = meta.get("title")
+    title = " ".join(str(title).split()) if title is not None else ""
+
+    kind, doc_type = "", ""
+    raw_kind = next((meta[f] for f in KIND_FIELDS if meta.get(f)), None)
+    if raw_kind is not None:
+        doc_type = str(raw_kind[0] if isinstance(raw_kind, list) and raw_kind else raw_kind).strip()
+        kind = resolve_kind(doc_type)
+        if kind not in KINDS:
+            kind = "reference"
+        else:
+            doc_type = ""
+
+    tags: list[str] = []
+    for f in TAG_FIELDS:
+        tags += [resolve_tag(t) for t in _as_list(meta.get(f))]
+    for f in ARCH_FIELDS:
+        tags += [arch_tag(a) for a in _as_list(meta.get(f))]
+    return {"title": title, "kind": kind, "doc_type": doc_type, "tags": list(dict.fromkeys(tags))}
+
+
+def apply_front_matter(chunks: list, fields: dict) -> list:
+    """Give every chunk of a page its front-matter tags, and the page's kind where the text alone decided
+    nothing (`reference`): a kind the classifier found in a chunk's own heading or text is more specific."""
+    for c in chunks:
+        c.tags = list(dict.fromkeys(c.tags + fields["tags"]))
+        if fields["kind"] and c.kind == "reference":
+            c.kind = fields["kind"]
+    return chunks
