@@ -1,0 +1,379 @@
+"""Host-side helpers shared by the CuTe DSL kernels (sm100 and sm90).
+
+One owner for the host concerns every CuTe DSL backend has:
+- choosing the target arch before `cutlass` is imported (cross-compilation on a CPU machine),
+- turning torch tensors into CuTe pointers with the alignment TMA needs,
+- fake pointers for compiling without a GPU,
+- compile-once caches keyed by the kernel configuration,
+- exporting the compiled module and reading its SASS with cuobjdump.
+
+Nothing here imports cutlass at module import time: `import kernels.cute_host` stays cheap and
+works on machines without the DSL. Signatures here are used by kernels/sm100 and kernels/sm90;
+keep them stable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Hashable, Iterable, Optional, Tuple
+
+# Blackwell B200 has 148 SMs; used to size persistent grids when compiling without a GPU.
+B200_SM_COUNT = 148
+# TMA needs 16-byte aligned global addresses and strides.
+TMA_ALIGN_BYTES = 16
+
+# SASS opcodes that prove a Blackwell kernel uses the intended hardware paths.
+SM100_REQUIRED_OPCODES = {
+    "UTCMMA": "tcgen05 MMA (UTCOMMA / UTCHMMA / UTCQMMA ...)",
+    "UTCCP": "shared -> tensor memory copy (tcgen05.cp, scale factors)",
+    "UTMALDG": "TMA load",
+    "LDTM": "tensor memory -> register load (tcgen05.ld)",
+}
+
+
+class CuteUnavailable(RuntimeError):
+    """cutlass (nvidia-cutlass-dsl) cannot be imported, or a tool it needs is missing."""
+
+
+class ArchMismatch(RuntimeError):
+    """cutlass was already imported for a different target arch than the one requested."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Target arch and lazy import
+# ----------------------------------------------------------------------------------------------
+
+def set_target_arch(arch: str) -> None:
+    """Select the GPU arch the DSL compiles for ("sm_100a", "sm_90a").
+
+    The DSL reads CUTE_DSL_ARCH once, when `cutlass` is first imported, and with the variable
+    unset it silently targets sm_100a; so this must run before the first import. Calling it
+    again with the same arch is a no-op; with another arch after import it raises.
+    """
+    current = os.environ.get("CUTE_DSL_ARCH")
+    if "cutlass" in sys.modules and current not in (None, arch):
+        raise ArchMismatch(
+            f"cutlass already imported for CUTE_DSL_ARCH={current}; cannot switch to {arch} "
+            "in the same process (run a separate process per arch)"
+        )
+    os.environ["CUTE_DSL_ARCH"] = arch
+
+
+def import_cutlass(arch: Optional[str] = None):
+    """Import and return the `cutlass` module, optionally fixing the target arch first."""
+    if arch is not None:
+        set_target_arch(arch)
+    try:
+        import cutlass  # noqa: F401
+        import cutlass.cute  # noqa: F401
+    except Exception as exc:  # ImportError, or a broken native library
+        raise CuteUnavailable(f"cannot import cutlass (nvidia-cutlass-dsl): {exc}") from exc
+    return sys.modules["cutlass"]
+
+
+def cutlass_available() -> Tuple[bool, str]:
+    """(True, "") when the DSL imports, else (False, reason) for a test skip message."""
+    try:
+        import_cutlass()
+    except CuteUnavailable as exc:
+        return False, str(exc)
+    return True, ""
+
+
+def device_capability() -> Optional[Tuple[int, int]]:
+    """CUDA compute capability of the current torch device, or None without a CUDA GPU."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return tuple(torch.cuda.get_device_capability())
+
+
+def require_capability(major: int, backend: str) -> None:
+    """Raise kernels.errors.BackendUnavailable unless the GPU has compute capability major.x.
+
+    sm_90a / sm_100a cubins use arch-specific instructions (wgmma, tcgen05) and run only there.
+    """
+    from .errors import BackendUnavailable
+
+    capability = device_capability()
+    if capability is None:
+        raise BackendUnavailable(f"{backend} backend needs a CUDA GPU of compute capability {major}.x; none found")
+    if capability[0] != major:
+        raise BackendUnavailable(
+            f"{backend} backend needs compute capability {major}.x; this GPU is {capability[0]}.{capability[1]}")
+
+
+def sm_count() -> int:
+    """Number of SMs of the current GPU; B200's count when there is none (cross-compiling)."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    except ImportError:
+        pass
+    return B200_SM_COUNT
+
+
+# ----------------------------------------------------------------------------------------------
+# Pointers: real (from torch) and fake (for cross-compilation)
+# ----------------------------------------------------------------------------------------------
+
+def fake_ptr(dtype, align: int = TMA_ALIGN_BYTES):
+    """A global-memory pointer with address 0, for `cute.compile` without a GPU.
+
+    Kernels here take raw pointers plus runtime sizes (not framework tensors) so the same
+    compiled function runs for every shape of a problem, and so compiling needs no device
+    memory at all.
+    """
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_ptr
+
+    return make_ptr(dtype, 0, cute.AddressSpace.gmem, assumed_align=align)
+
+
+def torch_ptr(tensor, dtype, align: int = TMA_ALIGN_BYTES):
+    """CuTe pointer to a torch tensor's storage, checking the alignment TMA relies on.
+
+    `dtype` is the CuTe element type the kernel reads (e.g. cutlass.Float4E2M1FN for a
+    torch.float4_e2m1fn_x2 / uint8 tensor holding two values per byte).
+    """
+    import cutlass.cute as cute
+    from cutlass.cute.runtime import make_ptr
+
+    if not tensor.is_cuda:
+        raise ValueError(f"expected a CUDA tensor, got one on {tensor.device}")
+    address = tensor.data_ptr()
+    if address % align != 0:
+        raise ValueError(f"tensor address {address:#x} is not {align}-byte aligned (TMA needs it)")
+    return make_ptr(dtype, address, cute.AddressSpace.gmem, assumed_align=align)
+
+
+def current_stream():
+    """The current torch CUDA stream as a cuda-python CUstream (what compiled kernels take)."""
+    import cuda.bindings.driver as cuda_driver
+    import torch
+
+    return cuda_driver.CUstream(torch.cuda.current_stream().cuda_stream)
+
+
+def fake_stream():
+    """A null CUstream for compiling without a GPU."""
+    import cuda.bindings.driver as cuda_driver
+
+    return cuda_driver.CUstream(0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Input checks shared by the GPU backends (pure torch: they run, and are tested, anywhere)
+# ----------------------------------------------------------------------------------------------
+
+def check_mkl(name: str, tensor, rows: int, cols: int, batches: int) -> None:
+    """A [rows, cols, L] tensor with the problem files' strides (cols, 1, rows*cols).
+
+    That is K-major (or N-major for C) with batch outermost: what TMA / vector loads assume.
+    Strides of size-1 modes are not checked (torch may report anything there).
+    """
+    if tuple(tensor.shape) != (rows, cols, batches):
+        raise ValueError(f"{name}: shape {tuple(tensor.shape)}, expected {(rows, cols, batches)}")
+    expected = (cols, 1, rows * cols)
+    for dim, size in enumerate((rows, cols, batches)):
+        if size > 1 and tensor.stride(dim) != expected[dim]:
+            raise ValueError(f"{name}: strides {tuple(tensor.stride())}, expected {expected} (K-major, L outermost)")
+
+
+def check_operand(name: str, tensor, rows: int, cols: int, batches: int, dtype, align: int) -> None:
+    """dtype + problem-file strides (see check_mkl) + base address alignment, one line on failure."""
+    if tensor.dtype != dtype:
+        raise ValueError(f"{name}: dtype {tensor.dtype}, expected {dtype}")
+    check_mkl(name, tensor, rows, cols, batches)
+    require_aligned(name, tensor, align)
+
+
+def require_aligned(name: str, tensor, align: int) -> None:
+    if tensor.data_ptr() % align:
+        raise ValueError(f"{name}: address {tensor.data_ptr():#x} is not {align}-byte aligned (the kernel assumes it)")
+
+
+def check_permuted_scales(name: str, tensor, rows: int, sf_k: int, batches: int) -> None:
+    """Permuted scales (32, 4, rest_mn, 4, rest_k, L) whose storage is (L, rest_mn, rest_k, 32, 4, 4)
+    contiguous: the bytes the tensor cores' 128x4 scale atoms are copied from as-is."""
+    from . import formats
+
+    expected = formats.permuted_shape(rows, sf_k, batches)
+    if tuple(tensor.shape) != expected:
+        raise ValueError(f"{name}: permuted shape {tuple(tensor.shape)}, expected {expected}")
+    if not formats.permuted_storage(tensor).is_contiguous():
+        raise ValueError(f"{name}: permuted scales are not stored in (L, rest_mn, rest_k, 32, 4, 4) order")
+
+
+# ----------------------------------------------------------------------------------------------
+# Compile-once cache
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class CompileCache:
+    """Compiled kernels keyed by their static configuration.
+
+    Compiling an NVFP4 GEMM takes seconds; sizes are runtime arguments of the compiled function,
+    so one entry per (kernel, tile config) serves every shape.
+    """
+
+    entries: Dict[Hashable, Any] = field(default_factory=dict)
+    compile_seconds: Dict[Hashable, float] = field(default_factory=dict)
+
+    def get(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        if key not in self.entries:
+            start = time.perf_counter()
+            self.entries[key] = build()
+            self.compile_seconds[key] = time.perf_counter() - start
+        return self.entries[key]
+
+
+# ----------------------------------------------------------------------------------------------
+# SASS inspection
+# ----------------------------------------------------------------------------------------------
+
+def find_cuda_tool(name: str) -> str:
+    """Path of a CUDA binary tool (cuobjdump, nvdisasm): PATH first, then the PyPI wheels."""
+    found = shutil.which(name)
+    if found:
+        return found
+    try:
+        import nvidia  # namespace package of the nvidia-* wheels
+    except ImportError:
+        nvidia = None
+    roots = list(getattr(nvidia, "__path__", [])) if nvidia is not None else []
+    for root in roots:
+        for candidate in sorted(Path(root).glob(f"*/bin/{name}")):
+            if os.access(candidate, os.X_OK):
+                return str(candidate)
+    raise CuteUnavailable(f"{name} not found on PATH or in the nvidia-* wheels (pip install nvidia-cuda-{name})")
+
+
+def tool_env() -> Dict[str, str]:
+    """Environment for running cuobjdump: it calls nvdisasm, so nvdisasm's directory goes on PATH."""
+    env = dict(os.environ)
+    nvdisasm_dir = str(Path(find_cuda_tool("nvdisasm")).parent)
+    env["PATH"] = nvdisasm_dir + os.pathsep + env.get("PATH", "")
+    return env
+
+
+_tool_env = tool_env  # kept: kernels/sm90/host.py calls the underscored name
+
+
+def sass_of_cubin(cubin: bytes) -> str:
+    """SASS text of one cubin (bytes of a CUDA ELF), via cuobjdump --dump-sass."""
+    tool = find_cuda_tool("cuobjdump")
+    with tempfile.TemporaryDirectory(prefix="cute_cubin_") as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        result = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True, env=tool_env())
+    if result.returncode != 0:
+        raise RuntimeError(f"cuobjdump failed on a cubin: {result.stderr.strip()}")
+    return result.stdout
+
+
+def export_object(compiled, out_dir: str, name: str) -> Path:
+    """Write `name.o` (host shim with the cubin embedded) and `name.h` for a compiled function."""
+    os.makedirs(out_dir, exist_ok=True)
+    compiled.export_to_c(out_dir, name)
+    obj = Path(out_dir) / f"{name}.o"
+    if not obj.exists():
+        raise FileNotFoundError(f"export_to_c wrote no {obj}")
+    return obj
+
+
+def extract_cubins(obj_path: os.PathLike) -> list:
+    """The CUDA ELF images (cubins) embedded in a host object written by export_to_c.
+
+    export_to_c stores the cubin as a plain byte array in a data section, not as a .nv_fatbin
+    section, so cuobjdump run on the .o reports "does not contain device code". The cubin is
+    found by its ELF header (e_machine == EM_CUDA, 190) and cut out using the section-header
+    table, which ends the file in the layouts the NVIDIA toolchain writes.
+    """
+    data = Path(obj_path).read_bytes()
+    cubins = []
+    start = data.find(b"\x7fELF", 1)  # offset 0 is the host object itself
+    while start != -1:
+        end = _cuda_elf_end(data, start)
+        if end is not None:
+            cubins.append(data[start:end])
+            start = data.find(b"\x7fELF", end)
+        else:
+            start = data.find(b"\x7fELF", start + 4)
+    return cubins
+
+
+def _cuda_elf_end(data: bytes, start: int) -> Optional[int]:
+    """End offset of a 64-bit little-endian CUDA ELF image starting at `start`, else None.
+
+    The image ends at the furthest of: the section-header table, the program-header table, and
+    the contents of any section (the NVIDIA linker puts the program headers last)."""
+    def field(offset: int, size: int) -> int:
+        return int.from_bytes(data[start + offset:start + offset + size], "little")
+
+    if len(data) < start + 64 or data[start + 4] != 2 or data[start + 5] != 1 or field(18, 2) != 190:
+        return None
+    phoff, shoff = field(32, 8), field(40, 8)
+    phentsize, phnum, shentsize, shnum = field(54, 2), field(56, 2), field(58, 2), field(60, 2)
+    end = max(shoff + shentsize * shnum, phoff + phentsize * phnum, 64)
+    for index in range(shnum):
+        header = shoff + index * shentsize
+        sh_type = field(header + 4, 4)
+        if sh_type != 8:  # SHT_NOBITS occupies no file space
+            end = max(end, field(header + 24, 8) + field(header + 32, 8))
+    return start + end if start + end <= len(data) else None
+
+
+def dump_sass(obj_path: os.PathLike) -> str:
+    """SASS text of every cubin embedded in an object file written by export_to_c."""
+    cubins = extract_cubins(obj_path)
+    if not cubins:
+        raise RuntimeError(f"no CUDA ELF (cubin) embedded in {obj_path}")
+    return "\n".join(sass_of_cubin(cubin) for cubin in cubins)
+
+
+def compiled_sass(compiled, name: str, keep_dir: Optional[str] = None) -> str:
+    """Export a compiled function and return its SASS; keeps the files only if keep_dir is set."""
+    if keep_dir is not None:
+        return dump_sass(export_object(compiled, keep_dir, name))
+    with tempfile.TemporaryDirectory(prefix="cute_sass_") as tmp:
+        return dump_sass(export_object(compiled, tmp, name))
+
+
+_SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?")
+
+
+def sass_opcodes(sass: str) -> Counter:
+    """Count SASS instructions by base opcode (e.g. 'UTCOMMA', 'UTMALDG', 'LDTM')."""
+    return Counter(match.group(1) for match in _SASS_LINE.finditer(sass))
+
+
+def sass_targets(sass: str) -> set:
+    """The arch strings ("sm_100a", ...) of the cubins cuobjdump listed."""
+    return set(re.findall(r"code for (sm_\w+)", sass))
+
+
+def count_prefixed(opcodes: Counter, prefixes: Iterable[str]) -> Dict[str, int]:
+    """Sum opcode counts by prefix: 'UTCMMA' is not an opcode, but UTCOMMA/UTCHMMA/UTCQMMA
+    start with 'UTC' and end with 'MMA'; a prefix ending in 'MMA' matches all tcgen05 MMAs."""
+    totals = {}
+    for prefix in prefixes:
+        if prefix == "UTCMMA":
+            totals[prefix] = sum(n for op, n in opcodes.items() if op.startswith("UTC") and op.endswith("MMA"))
+        else:
+            totals[prefix] = sum(n for op, n in opcodes.items() if op.startswith(prefix))
+    return totals

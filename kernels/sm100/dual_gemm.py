@@ -1,0 +1,48 @@
+"""sm100 backend for dual_gemm: c = silu(A * B1^T) * (A * B2^T), products in fp32, fp16 out.
+
+A is loaded once per k-tile and feeds two tcgen05 MMAs (B1 and B2) into two TMEM accumulators;
+the epilogue reads both, applies silu(x1) * x2 in fp32 and rounds to fp16 once. One accumulator
+stage (2 x 128 columns + 48 scale columns of the 512): two stages would need 560 columns.
+"""
+
+from __future__ import annotations
+
+from .. import cute_host
+from ..errors import ShapeError
+from .gemm import check_gemm_operands
+
+TILE_N = 128
+
+
+def validate(data) -> tuple:
+    if len(data) != 10:
+        raise ValueError("dual_gemm: expected the 10-tuple (a, b1, b2, sfa, sfb1, sfb2, sfa_perm, sfb1_perm, "
+                         f"sfb2_perm, c), got {len(data)} items")
+    a, b1, b2, _sfa, _sfb1, _sfb2, sfa_perm, sfb1_perm, sfb2_perm, c = data
+    if tuple(b2.shape) != tuple(b1.shape):
+        raise ShapeError(f"dual_gemm: b1 {tuple(b1.shape)} and b2 {tuple(b2.shape)} differ")
+    return check_gemm_operands("dual_gemm", a, [b1, b2], sfa_perm, [sfb1_perm, sfb2_perm], c)
+
+
+def compile_kernel(sm_count: int = None):
+    from . import host  # imports cutlass (sm_100a): only when compiling or running
+
+    return host.compile_gemm_family(TILE_N, 2, 1, sm_count or cute_host.sm_count())
+
+
+def run(data):
+    validate(data)
+    a, b1, b2, _sfa, _sfb1, _sfb2, sfa_perm, sfb1_perm, sfb2_perm, c = data
+    cute_host.require_capability(10, "sm100")
+    from . import host
+
+    _, compiled = compile_kernel()
+    host.launch(compiled, [
+        host.operand(a), host.operand(b1), host.operand(b2),
+        host.permuted_scales_ptr("sfa_perm", sfa_perm), host.permuted_scales_ptr("sfb1_perm", sfb1_perm),
+        host.permuted_scales_ptr("sfb2_perm", sfb2_perm), host.output(c),
+    ])
+    return c
+
+
+BENCHMARK_CONFIGS = {"dual_gemm": dict(tile_n=TILE_N, num_b=2, num_groups=1)}

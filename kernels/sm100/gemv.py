@@ -1,0 +1,52 @@
+"""sm100 backend for gemv: c[:, 0, l] = A[:, :, l] * b[0, :, l] with NVFP4 inputs (N = 1).
+
+CUDA-core kernel (gemv_kernel.py says why not tensor cores); it reads the plain scales.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import cute_host
+from ..errors import ShapeError
+
+SF_VEC = 16
+FP4 = torch.float4_e2m1fn_x2
+ROW_ALIGN = 16  # 128-bit loads of A and b: K % 64 == 0 keeps every row 32 B aligned
+
+
+def validate(data) -> tuple:
+    if len(data) != 7:
+        raise ValueError(f"gemv: expected the 7-tuple (a, b, sfa, sfb, sfa_perm, sfb_perm, c), got {len(data)} items")
+    a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
+    m, k, l = a.shape[0], a.shape[1] * 2, a.shape[2]
+    n_pad = b.shape[0]
+    if k % 64:
+        raise ShapeError(f"gemv: K={k} must be a multiple of 64")
+    cute_host.check_operand("a", a, m, k // 2, l, FP4, ROW_ALIGN)
+    cute_host.check_operand("b", b, n_pad, k // 2, l, FP4, ROW_ALIGN)
+    cute_host.check_operand("sfa", sfa, m, k // SF_VEC, l, torch.float8_e4m3fn, 4)
+    cute_host.check_operand("sfb", sfb, n_pad, k // SF_VEC, l, torch.float8_e4m3fn, 4)
+    cute_host.check_operand("c", c, m, 1, l, torch.float16, 2)
+    return m, k, l
+
+
+def compile_kernel():
+    from . import host  # imports cutlass (sm_100a): only when compiling or running
+
+    return host.compile_gemv()
+
+
+def run(data):
+    validate(data)
+    a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
+    cute_host.require_capability(10, "sm100")
+    from . import host
+
+    _, compiled = compile_kernel()
+    host.launch(compiled, [host.operand(a, align=ROW_ALIGN), host.operand(b, align=ROW_ALIGN),
+                           host.plain_scales(sfa), host.plain_scales(sfb), host.output(c)])
+    return c
+
+
+BENCHMARK_CONFIGS = {"gemv": dict()}

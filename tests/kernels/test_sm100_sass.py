@@ -1,0 +1,113 @@
+"""sm100 kernels on a CPU machine: cross-compile for sm_100a and check the SASS.
+
+The SASS check runs `python -m kernels.sm100.sass_check --json` in a subprocess: the DSL fixes
+its target arch at first import, and other tests in this session may import cutlass for sm_90a.
+Skips with a reason when cutlass (nvidia-cutlass-dsl) or cuobjdump is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kernels import cute_host
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ["gemm", "dual_gemm", "group_gemm_g8", "group_gemm_g2", "gemv"]
+
+
+def _skip_reason():
+    if importlib.util.find_spec("cutlass") is None:
+        return "cutlass (nvidia-cutlass-dsl) is not installed"
+    try:
+        cute_host.find_cuda_tool("cuobjdump")
+        cute_host.find_cuda_tool("nvdisasm")
+    except cute_host.CuteUnavailable as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture(scope="module")
+def reports():
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a")
+    proc = subprocess.run([sys.executable, "-m", "kernels.sm100.sass_check", "--json"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        pytest.fail(f"sass_check produced no report (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return {r["name"]: r for r in map(json.loads, lines)}
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_sass_has_required_instructions(reports, name):
+    report = reports[name]
+    assert report["targets"] == ["sm_100a"]
+    assert report["failures"] == [], report["failures"]
+
+
+def test_dual_gemm_issues_two_mmas_per_a_load(reports):
+    gemm, dual = reports["gemm"]["counts"], reports["dual_gemm"]["counts"]
+    # One A (+SFA) load per k-tile in both; dual adds B2 + SFB2 loads and doubles the MMAs.
+    assert dual["TMA load (UTMALDG)"] == gemm["TMA load (UTMALDG)"] + 2
+    assert dual["tcgen05.mma (UTC*MMA)"] == 2 * gemm["tcgen05.mma (UTC*MMA)"]
+
+
+def test_group_gemm_uses_one_descriptor_set_per_group(reports):
+    g2, g8 = reports["group_gemm_g2"]["counts"], reports["group_gemm_g8"]["counts"]
+    # 8 groups vs 2: four times the TMA loads and stores (one branch per group's descriptors).
+    assert g8["TMA load (UTMALDG)"] == 4 * g2["TMA load (UTMALDG)"]
+    assert g8["TMA store (UTMASTG)"] == 4 * g2["TMA store (UTMASTG)"]
+    # The MMA path is shared by all groups (not duplicated per group).
+    assert g8["tcgen05.mma (UTC*MMA)"] == g2["tcgen05.mma (UTC*MMA)"]
+
+
+# ---------------------------------------------------------------- helpers, no cutlass needed
+
+def _fake_cuda_elf(payload: bytes) -> bytes:
+    """A minimal 64-bit LE ELF header with e_machine = EM_CUDA and no sections."""
+    header = bytearray(64)
+    header[0:4] = b"\x7fELF"
+    header[4], header[5] = 2, 1
+    header[18:20] = (190).to_bytes(2, "little")
+    header[40:48] = (64 + len(payload)).to_bytes(8, "little")  # e_shoff: after the payload
+    header[58:60] = (64).to_bytes(2, "little")
+    header[60:62] = (0).to_bytes(2, "little")
+    return bytes(header) + payload
+
+
+def test_extract_cubins_finds_embedded_cuda_elf(tmp_path):
+    cubin = _fake_cuda_elf(b"device-code")
+    host_obj = b"\x7fELF" + b"\x00" * 60 + b"host bytes" + cubin + b"trailer"
+    path = tmp_path / "k.o"
+    path.write_bytes(host_obj)
+    assert cute_host.extract_cubins(path) == [cubin]
+
+
+def test_extract_cubins_ignores_non_cuda_elf(tmp_path):
+    other = bytearray(_fake_cuda_elf(b"x"))
+    other[18:20] = (62).to_bytes(2, "little")  # x86-64
+    path = tmp_path / "k.o"
+    path.write_bytes(b"\x7fELF" + b"\x00" * 60 + bytes(other))
+    assert cute_host.extract_cubins(path) == []
+
+
+def test_sass_opcode_counting():
+    sass = """
+        /*0040*/                   UTCOMMA.4X gdesc[UR62], gdesc[UR58], tmem[UR25] ;
+        /*0050*/              @!P0 LDG.E.NA.128 R24, desc[UR6][R24.64] ;
+        /*0060*/                   UTCHMMA gdesc[UR4], gdesc[UR6], tmem[UR8] ;
+        /*0070*/                   UTCCP.T.S.4x32dp128bit tmem[UR47+0x100], gdesc[UR64] ;
+    """
+    ops = cute_host.sass_opcodes(sass)
+    assert ops == Counter({"UTCOMMA": 1, "LDG": 1, "UTCHMMA": 1, "UTCCP": 1})
+    assert cute_host.count_prefixed(ops, ["UTCMMA", "UTCCP", "LDTM"]) == {"UTCMMA": 2, "UTCCP": 1, "LDTM": 0}
