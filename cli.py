@@ -16,6 +16,11 @@ def _mcp(args, settings) -> int:
     return run_stdio(settings)
 
 
+def _kernels(args, settings) -> int:
+    from kernels.cli import main as kernels_main
+    return kernels_main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from brain import commands
 
@@ -32,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("mcp", help="MCP server on stdio, for coding agents")
     p.set_defaults(handler=_mcp)
+
+    from kernels.cli import add_arguments as add_kernel_arguments
+    p = sub.add_parser("kernels", help="NVFP4 problems: list backends, check and benchmark them")
+    add_kernel_arguments(p)
+    p.set_defaults(handler=_kernels)
     return parser
 
 

@@ -248,11 +248,13 @@ class Searcher:
         hits = self.search(sig.query(), k=max(30, k), filters=filters, fusion=fusion)
         if not hits:
             return []
+        wanted = set(tokenize(f"{sig.exception or ''} {sig.message}"))
         top = max(h.score for h in hits)
         for h in hits:
-            exact = sum(1 for n in sig.names if n.lower() in h.text.lower())
-            h.signals["exact"] = exact
-            h.score += top * (PITFALL_KINDS.get(h.meta["kind"], 0.0) * (1 + (exact > 0)) + 0.25 * exact)
+            # how much of the error's own wording the passage repeats: the passage that quotes the error wins
+            coverage = len(wanted & set(tokenize(h.text))) / len(wanted) if wanted else 0.0
+            h.signals["coverage"] = round(coverage, 3)
+            h.score += top * (PITFALL_KINDS.get(h.meta["kind"], 0.0) + 2.0 * coverage ** 2)
         return sorted(hits, key=lambda h: -h.score)[:k]
 
     def snippets(self, pattern: str, query: str | None = None, k: int = 10,
@@ -279,7 +281,7 @@ _EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Warning|Failure)
 _QUOTED = re.compile(r"""['"`]([^'"`\s]{2,80})['"`]""")
 _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+\b")
 _FRAME = re.compile(r'^\s*(File ".*", line \d+.*|Traceback \(most recent call last\):|\^+\s*)$', re.M)
-PITFALL_KINDS = {"constraint": 2.0, "failed-attempt": 1.0}  # boosts, in units of the best fused score
+PITFALL_KINDS = {"constraint": 1.0, "failed-attempt": 0.5}  # boosts, in units of the best fused score
 
 
 @dataclass

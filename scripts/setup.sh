@@ -18,13 +18,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # pip's warnings about this machine's local index folders are noise; real errors still fail the script.
 pip() { .venv/bin/python -m pip -q --disable-pip-version-check "$@" 2> >(grep -v 'is ignored: it is neither' >&2); }
-if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
+if ! .venv/bin/python -W ignore -c 'import torch' 2>/dev/null; then
   # CPU wheel: a plain `pip install torch` would pull a multi-GB CUDA build.
   pip install "torch==2.13.0"
   .venv/bin/python -c 'import torch' || { echo "torch could not be installed" >&2; exit 1; }
 fi
 # Pin whatever torch we now have so no dependency can swap it for a CUDA build.
-.venv/bin/python -c 'import torch; print("torch==" + torch.__version__)' > .venv/torch-constraint.txt
+.venv/bin/python -W ignore -c 'import torch; print("torch==" + torch.__version__)' > .venv/torch-constraint.txt
 pip install -c .venv/torch-constraint.txt -e ".[test,cute]"
 .venv/bin/python -c 'import brain, kernels, api, cli' || { echo "package import failed" >&2; exit 1; }
 echo "$want" > "$stamp"

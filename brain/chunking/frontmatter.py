@@ -50,7 +50,9 @@ def _as_list(value) -> list[str]:
     """A YAML list, or a comma-separated string, as a list of non-empty strings."""
     if value is None:
         return []
-    if isinstance(value, (list, tuple, set)):
+    if isinstance(value, dict):
+        items = list(value)
+    elif isinstance(value, (list, tuple, set)):
         items = value
     else:
         items = str(value).split(",")
@@ -68,12 +70,13 @@ def arch_tag(name: str) -> str:
 
 def front_matter_fields(meta: dict) -> dict:
     """Chunk metadata from front matter: {"title": str, "kind": project kind or "", "doc_type": the type as
-    written when it is not a project kind, "tags": [canonical tags, unknown ones as written]}. The kind is
-    "" when the page states none, and "reference" when it states one the project does not know."""
+    written when it is not a project kind, "tags": [canonical tags, unknown ones as written], "aliases":
+    [other names of the page's subject]}. The kind is "" when the page states none, and "reference" when it
+    states one the project does not know."""
     if not isinstance(meta, dict):
         raise TypeError(f"front matter must be a mapping, not {type(meta).__name__}")
-    title = meta.get("title")
-    title = " ".join(str(title).split()) if title is not None else ""
+    title = meta.get("title") or meta.get("name")  # `name`: agent-skill pages carry no title
+    title = " ".join(str(title).split()) if title else ""
 
     kind, doc_type = "", ""
     raw_kind = next((meta[f] for f in KIND_FIELDS if meta.get(f)), None)
@@ -90,14 +93,19 @@ def front_matter_fields(meta: dict) -> dict:
         tags += [resolve_tag(t) for t in _as_list(meta.get(f))]
     for f in ARCH_FIELDS:
         tags += [arch_tag(a) for a in _as_list(meta.get(f))]
-    return {"title": title, "kind": kind, "doc_type": doc_type, "tags": list(dict.fromkeys(tags))}
+    return {"title": title, "kind": kind, "doc_type": doc_type, "tags": list(dict.fromkeys(tags)),
+            "aliases": _as_list(meta.get("aliases"))}
 
 
 def apply_front_matter(chunks: list, fields: dict) -> list:
     """Give every chunk of a page its front-matter tags, and the page's kind where the text alone decided
-    nothing (`reference`): a kind the classifier found in a chunk's own heading or text is more specific."""
+    nothing (`reference`): a kind the classifier found in a chunk's own heading or text is more specific.
+    The page's aliases join each chunk's context (what is embedded and matched with the text, never shown):
+    they are the names people search by (LDGSTS, 2CTA, cta_group::2) and the text may not repeat them."""
+    also = f"\nalso called: {', '.join(fields['aliases'])}" if fields.get("aliases") else ""
     for c in chunks:
         c.tags = list(dict.fromkeys(c.tags + fields["tags"]))
         if fields["kind"] and c.kind == "reference":
             c.kind = fields["kind"]
+        c.context += also
     return chunks

@@ -33,6 +33,7 @@ _FOOTNOTE = re.compile(r"^\s*\.\.\s+\[[^\]]+\]\s")  # `.. [1] text`: content, ke
 _GRID_BORDER = re.compile(r"^\s*\+(?:[-=]+\+)+\s*$")
 _SIMPLE_BORDER = re.compile(r"^\s*=+(?: +=+)+\s*$")  # two columns at least; one column reads as a title
 
+_FIELD = re.compile(r"^:[\w-]+:(\s.*)?$")
 _BOLD_LABEL = re.compile(r"^\*\*([^*]+?)\*\*:?\s*$")  # `**Control Flow**` on a line of its own, column 0
 
 PITFALL_ADMONITIONS = ("warning", "caution", "danger", "attention", "important", "error")
@@ -41,7 +42,8 @@ DROPPED_DIRECTIVES = ("toctree", "contents")  # navigation only: no text a quest
 
 
 def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
+    expanded = line.expandtabs(8)  # docutils reads a tab as indentation to the next multiple of 8
+    return len(expanded) - len(expanded.lstrip())
 
 
 def _is_adornment(line: str) -> bool:
@@ -100,8 +102,9 @@ def _starts_unit(line: str) -> bool:
 
 
 def scan_blocks(lines: list[str], substitutions: dict[str, str]) -> list[Block]:
-    """Blocks of `lines`: heading (level filled in later: `level` holds the style index), directive, literal,
-    table, prose. Comments, targets and substitution definitions yield no block; definitions are recorded."""
+    """Blocks of `lines`: heading (`level` from the order its style first appeared), directive (`title` holds
+    its name), literal, table, prose. Comments, targets, substitution definitions and the file-wide field
+    list before the first title (`:orphan:`, `:tocdepth: 2`) yield no block; substitutions are recorded."""
     blocks: list[Block] = []
     styles: list[tuple[str, bool]] = []
     i, n = 0, len(lines)
@@ -146,6 +149,9 @@ def scan_blocks(lines: list[str], substitutions: dict[str, str]) -> list[Block]:
         j = i
         while j + 1 < n and lines[j + 1].strip() and not _starts_unit(lines[j + 1]):
             j += 1
+        if not blocks and all(_FIELD.match(lines[k]) for k in range(i, j + 1)):
+            i = j + 1  # Sphinx file metadata, not text
+            continue
         if lines[j].rstrip().endswith("::"):
             end = _literal_end(lines, j, _indent(lines[i]))
             if end > j:
@@ -167,7 +173,7 @@ def _literal_end(lines: list[str], j: int, base: int) -> int:
     if _indent(lines[k]) > base:
         return _indented_end(lines, j, base)
     quote = lines[k][len(lines[k]) - len(lines[k].lstrip()):][:1]
-    if _indent(lines[k]) == base and quote and not quote.isalnum() and not quote.isspace():
+    if _indent(lines[k]) == base and not quote.isalnum() and _ADORN.match(quote):
         while k + 1 < len(lines) and lines[k + 1].lstrip().startswith(quote):  # quoted literal block
             k += 1
         return k
@@ -220,20 +226,23 @@ def _split_prose(block: Block, lines: list[str]) -> list[Block]:
 
 
 def _pack(blocks: list[Block], lines: list[str]) -> list[tuple[int, int]]:
-    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS, never cutting a block."""
-    pieces: list[tuple[int, int]] = []
-    start, end, size = None, None, 0
+    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS, never cutting a block.
+    A sentence that introduces the block after it ("... as follows:") moves with that block."""
+    groups: list[list[Block]] = []
+    size = 0
     for b in blocks:
         n = sum(len(lines[j]) + 1 for j in range(b.start, b.end + 1))
-        if start is not None and size + n > MAX_CHARS:
-            pieces.append((start, end))
-            start, size = None, 0
-        if start is None:
-            start = b.start
-        end, size = b.end, size + n
-    if start is not None:
-        pieces.append((start, end))
-    return pieces
+        if groups and size + n > MAX_CHARS:
+            cur = groups[-1]
+            lead_in = cur[-1] if len(cur) > 1 and cur[-1].kind == "prose" and b.kind != "prose" \
+                and lines[cur[-1].end].rstrip().endswith(":") else None
+            groups.append([cur.pop()] if lead_in else [])
+            size = sum(len(lines[j]) + 1 for x in groups[-1] for j in range(x.start, x.end + 1))
+        if not groups:
+            groups.append([])
+        groups[-1].append(b)
+        size += n
+    return [(g[0].start, g[-1].end) for g in groups if g]
 
 
 def _pieces(body: list[Block], lines: list[str], label_starts: set[int]) -> list[tuple[int, int]]:
@@ -274,17 +283,25 @@ def chunk_rst(text: str, source: str) -> list[Chunk]:
             sections[-1][2].extend(_split_prose(b, lines) if b.kind == "prose" else [b])
 
     chunks: list[Chunk] = []
-    for path, heading, body in sections:
+    carried: int | None = None  # first line of heading-only sections waiting for the next section's text
+    for n_section, (path, heading, body) in enumerate(sections):
         if not body:
-            continue  # a heading with nothing under it: its children carry its title in their path
+            # as in markdown: a heading with nothing under it opens the next section's first piece, or
+            # stands alone at the end of the file
+            if heading is not None and carried is None:
+                carried = heading.start
+            if heading is None or n_section < len(sections) - 1:
+                continue
+            body = [Block("heading", heading.start, heading.end)]
         if not path or path[0] != title:
             path = [title] + path
         section = SECTION_SEP.join(path)
         for n, (start, end) in enumerate(_pieces(body, lines, label_starts)):
             # the labels this piece is about: the one it starts inside, and any that start within it
             about = [label for s, e, label in labels if s <= end and e >= start]
-            if n == 0 and heading is not None:
-                start = heading.start  # the first piece shows its heading
+            if n == 0:  # the first piece shows its heading (and any heading-only sections before it)
+                start = min(x for x in (start, carried, heading.start if heading else None) if x is not None)
+                carried = None
             piece = _expand("\n".join(lines[start:end + 1]).strip("\n"), substitutions)
             context = SECTION_SEP.join([section] + [_expand(a, substitutions) for a in about])
             chunks.append(Chunk(
