@@ -131,3 +131,11 @@ def test_unsupported_and_binary(tmp_path):
         chunk_file(tmp_path / "x.md", "x.md")
     with pytest.raises(UnsupportedFile, match="unsupported format"):
         chunk_text("hello", "x.xyz", ".xyz")
+
+
+def test_heading_with_no_body_opens_the_next_chunk():
+    text = "# T\n\n## Part 1: why it failed\n\n### Detail\nbody text\n\n### Estimate: **1.25x - 1.40x**\n"
+    chunks = chunk_markdown(text, "h.md")
+    assert chunks[0].start_line == 1 and "## Part 1: why it failed" in chunks[0].text
+    assert chunks[0].section == "T › Part 1: why it failed › Detail"
+    assert chunks[-1].text == "### Estimate: **1.25x - 1.40x**"  # a trailing heading stands alone
