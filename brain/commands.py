@@ -45,6 +45,7 @@ def register(sub) -> None:
     p.add_argument("query")
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--mode", choices=("hybrid", "bm25", "dense"), default="hybrid")
+    p.add_argument("--expand", action="store_true", help="append the next chunk of the section to very short hits")
     add_filter_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_search)
@@ -134,7 +135,7 @@ def print_hits(payload: dict) -> None:
 
 
 def cmd_search(args, settings: Settings) -> int:
-    payload = Brain(settings).search(args.query, args.k, filters_from(args), mode=args.mode)
+    payload = Brain(settings).search(args.query, args.k, filters_from(args), mode=args.mode, expand=args.expand)
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
     return 0
 

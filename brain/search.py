@@ -220,7 +220,7 @@ class Searcher:
 
     # ---- public -------------------------------------------------------------------------------
     def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid",
-               fusion: str | None = None) -> list[Hit]:
+               fusion: str | None = None, expand: bool = False) -> list[Hit]:
         query = (query or "").strip()
         if not query:
             raise BrainError("empty query: type a question, an error message or an identifier")
@@ -237,7 +237,8 @@ class Searcher:
         for i in order:
             signals = {name: r + 1 for name, ranked in lists.items() for r, (j, _) in enumerate(ranked) if j == i}
             hits.append(Hit(i, fused[i], snap.texts[snap.pos[i]], snap.metas[snap.pos[i]], signals))
-        return collapse_duplicates(hits)[:k]
+        hits = collapse_duplicates(hits)[:k]
+        return [expand_short(snap, h) for h in hits] if expand else hits
 
     def pitfall(self, error_text: str, k: int = 5, filters: Filters | None = None,
                 fusion: str | None = None) -> list[Hit]:
@@ -310,6 +311,23 @@ class ErrorSignals:
         """The error line first (what a person would search for), then the names once more as weight."""
         head = f"{self.exception}: {self.message}" if self.exception else self.message
         return f"{head} {' '.join(self.names)}"
+
+
+SHORT_HIT = 240  # characters: a hit this short is usually a heading plus a line; its neighbour says the rest
+
+
+def expand_short(snap: "Snapshot", hit: Hit) -> Hit:
+    """Append the next chunk of the same section to a very short hit (neighbour expansion)."""
+    p = snap.pos.get(hit.id)
+    if p is None or len(hit.text) >= SHORT_HIT or p + 1 >= len(snap.ids):
+        return hit
+    nxt = snap.metas[p + 1]
+    m = hit.meta
+    if (nxt["corpus"], nxt["source"], nxt["section"]) != (m["corpus"], m["source"], m["section"]) \
+            or nxt["start_line"] <= m["end_line"]:
+        return hit
+    merged = {**m, "end_line": nxt["end_line"]}
+    return Hit(hit.id, hit.score, f"{hit.text}\n\n{snap.texts[p + 1]}", merged, {**hit.signals, "expanded": True})
 
 
 def collapse_duplicates(hits: list[Hit]) -> list[Hit]:

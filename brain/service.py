@@ -48,9 +48,10 @@ class Brain:
         self.write_lock = threading.Lock()
 
     # ---- reads --------------------------------------------------------------------------------
-    def search(self, query: str, k: int = 5, filters: Filters | None = None, mode: str = "hybrid") -> dict:
+    def search(self, query: str, k: int = 5, filters: Filters | None = None, mode: str = "hybrid",
+               expand: bool = False) -> dict:
         t0 = time.perf_counter()
-        hits = self.searcher.search(query, k, filters, mode)
+        hits = self.searcher.search(query, k, filters, mode, expand=expand)
         return search_payload(query, hits, (time.perf_counter() - t0) * 1000)
 
     def pitfall(self, error_text: str, k: int = 3, filters: Filters | None = None) -> dict:

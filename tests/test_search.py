@@ -96,3 +96,16 @@ def test_eval_file_errors(tmp_path):
     bad.write_text("{nope")
     with pytest.raises(BrainError, match="not valid JSON"):
         load_questions(bad)
+
+
+def test_neighbour_expansion_appends_the_rest_of_a_short_section(shipped_brain):
+    snap = shipped_brain.searcher.snapshot()
+    from brain.search import expand_short
+    for p, (i, text, meta) in enumerate(zip(snap.ids, snap.texts, snap.metas)):
+        nxt = snap.metas[p + 1] if p + 1 < len(snap.ids) else None
+        if len(text) < 240 and nxt and (nxt["source"], nxt["section"]) == (meta["source"], meta["section"]):
+            hit = expand_short(snap, Hit(i, 1.0, text, meta))
+            assert hit.text.startswith(text) and snap.texts[p + 1] in hit.text
+            assert hit.meta["end_line"] == nxt["end_line"]
+            return
+    pytest.skip("no short chunk with a same-section neighbour in the shipped corpus")

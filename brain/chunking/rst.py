@@ -180,6 +180,17 @@ def _literal_end(lines: list[str], j: int, base: int) -> int:
     return j
 
 
+_LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_{1,2}")  # `4.4.0 <https://...>`_ -> 4.4.0
+_INLINE = re.compile(r"``(.+?)``|\*\*(.+?)\*\*|\*(\S[^*]*?)\*|`([^`]+)`")  # literal, strong, emphasis, interpreted
+_ROLE = re.compile(r":[\w:.-]+:`([^`]*)`")  # :ref:`label` / :doc:`page` -> label / page
+
+
+def _plain(title: str) -> str:
+    """A title as it reads rendered: inline markup (``code``, **bold**, links, roles) reduced to its text."""
+    title = _ROLE.sub(r"\1", _LINK.sub(r"\1", title))
+    return _INLINE.sub(lambda m: next(g for g in m.groups() if g is not None), title).strip()
+
+
 def _expand(text: str, substitutions: dict[str, str]) -> str:
     if not substitutions:
         return text
@@ -269,14 +280,14 @@ def chunk_rst(text: str, source: str) -> list[Chunk]:
     labels = _labels(blocks, lines)
     label_starts = {start for start, _, _ in labels}
     first = next((b for b in blocks if b.kind == "heading"), None)
-    title = _expand(first.title, substitutions) if first else PurePosixPath(source).stem
+    title = _plain(_expand(first.title, substitutions)) if first else PurePosixPath(source).stem
 
     # sections: (heading path, heading block or None, body blocks)
     sections: list[tuple[list[str], Block | None, list[Block]]] = [([], None, [])]
     stack: list[tuple[int, str]] = []
     for b in blocks:
         if b.kind == "heading":
-            name = _expand(b.title, substitutions)
+            name = _plain(_expand(b.title, substitutions))
             stack = [(lvl, t) for lvl, t in stack if lvl < b.level] + [(b.level, name)]
             sections.append(([t for _, t in stack], b, []))
         else:
@@ -303,7 +314,7 @@ def chunk_rst(text: str, source: str) -> list[Chunk]:
                 start = min(x for x in (start, carried, heading.start if heading else None) if x is not None)
                 carried = None
             piece = _expand("\n".join(lines[start:end + 1]).strip("\n"), substitutions)
-            context = SECTION_SEP.join([section] + [_expand(a, substitutions) for a in about])
+            context = SECTION_SEP.join([section] + [_plain(_expand(a, substitutions)) for a in about])
             chunks.append(Chunk(
                 text=piece, source=source, start_line=start + 1, end_line=end + 1,
                 section=section, kind=classify_kind(section, piece), language="rst",
