@@ -1,0 +1,19 @@
+"""NVFP4 problems as code: formats, inputs, exact references, a checker, a backend
+registry, a benchmark harness and a runner (torch + numpy only; GPU kernel backends import
+cutlass lazily, when they run).
+
+    import kernels
+    p = kernels.get_problem("gemm")
+    data = p.generate_input({"m": 128, "n": 256, "k": 256, "l": 1}, seed=1111)
+    ref = p.reference(data)
+    out = kernels.get_backend("gemm", "torch").load()(data)
+    print(kernels.check_output(p, out, ref).summary())
+"""
+
+from .errors import (Busy, BackendUnavailable, KernelsError, MemoryBudgetError, ShapeError,  # noqa: F401
+                     UnknownBackend, UnknownProblem, UnsupportedShape)
+from .problems import (DEFAULT_SEED, PROBLEMS, Problem, get_problem, list_problems, parse_shape,  # noqa: F401
+                       shape_str)
+from .registry import Backend, get_backend, list_backends, register_backend  # noqa: F401
+from .check import CheckResult, check_output  # noqa: F401
+from .runner import describe, run  # noqa: F401

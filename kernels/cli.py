@@ -1,0 +1,120 @@
+"""Command line: ``python -m kernels ...`` (and ``brain kernels ...`` once wired by the lead).
+
+    kernels list [--json]
+    kernels run PROBLEM --backend NAME [--shape k=v,... | --benchmarks | --tests]
+                [--check] [--bench] [--seed N] [--device cpu|cuda] [--inputs N] [--repeats N] [--json]
+
+Shapes: ``--shape m=128,n=7168,k=16384,l=1`` (gemm, dual_gemm), ``--shape m=7168,k=16384,l=1``
+(gemv), ``--shape ms=80/176/128,n=4096,k=7168`` (group_gemm: one M per group separated by '/';
+n and k are one value for all groups or one per group). ``--shape`` may be repeated.
+Default: the problem's correctness shapes with --check.
+
+Exit codes: 0 success, 1 a check failed, 2 a user error (one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import runner
+from .errors import KernelsError
+from .problems import list_problems, parse_shape  # noqa: F401 (parse_shape: part of the CLI API)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="kernels_command", metavar="{list,run}")
+    sub.required = True
+    p_list = sub.add_parser("list", help="problems and backends, and which backends run on this machine")
+    p_list.add_argument("--json", action="store_true", help="print JSON")
+
+    p_run = sub.add_parser("run", help="run a backend on a problem: check against the reference and/or benchmark")
+    p_run.add_argument("problem", help=f"one of: {', '.join(list_problems())}")
+    p_run.add_argument("--backend", required=True, help="backend name (see 'list')")
+    which = p_run.add_mutually_exclusive_group()
+    which.add_argument("--shape", action="append", metavar="K=V,...",
+                       help="e.g. m=128,n=7168,k=16384,l=1; group_gemm: ms=80/176/128,n=4096,k=7168 (repeatable)")
+    which.add_argument("--benchmarks", action="store_true", help="the problem's benchmark shapes")
+    which.add_argument("--tests", action="store_true", help="the problem's correctness shapes (default)")
+    p_run.add_argument("--check", action="store_true", help="compare with the exact reference (default if --bench is absent)")
+    p_run.add_argument("--bench", action="store_true", help="time it (CUDA events, L2 flushed; wall clock on CPU)")
+    p_run.add_argument("--seed", type=int, default=runner.DEFAULT_SEED, help="input seed (default 1111)")
+    p_run.add_argument("--device", default=None, help="cpu or cuda[:i] (default: cuda if available)")
+    p_run.add_argument("--inputs", type=int, default=runner.DEFAULT_BENCH_INPUTS,
+                       help="distinct inputs per timed batch (default 50; fewer if memory is short)")
+    p_run.add_argument("--repeats", type=int, default=runner.DEFAULT_BENCH_REPEATS, help="timed batches (default 5)")
+    p_run.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p_run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _print_list(info: dict) -> None:
+    dev = info["device"]
+    where = dev.get("gpu") or dev["device"]
+    cap = dev.get("capability")
+    print(f"device: {where}" + (f" (compute capability {cap[0]}.{cap[1]})" if cap else ""))
+    print("\nproblems:")
+    for p in info["problems"]:
+        print(f"  {p['name']:<11} {p['summary']}  [{len(p['tests'])} tests, {len(p['benchmarks'])} benchmarks]")
+    print("\nbackends:")
+    for b in info["backends"]:
+        status = "runs here" if b["runs_here"] else f"not here: {b['why_not']}"
+        print(f"  {b['problem']:<11} {b['name']:<12} {status}")
+        if b["description"]:
+            print(f"  {'':<11} {'':<12} {b['description']}")
+    for pkg, err in info["discovery_errors"].items():
+        print(f"\nwarning: kernel package {pkg} failed to import: {err}")
+
+
+def _fmt(x, spec):
+    return format(x, spec) if isinstance(x, (int, float)) else "-"
+
+
+def _print_run(res: dict) -> None:
+    dev = res["device"]
+    print(f"{res['problem']} / {res['backend']} on {dev.get('gpu') or dev['device']}, seed {res['seed']}")
+    if dev.get("copy_bandwidth_gbs"):
+        print(f"measured copy bandwidth: {dev['copy_bandwidth_gbs']:.0f} GB/s")
+    for r in res["results"]:
+        line = f"  {r['shape_str']:<48}"
+        if "check" in r:
+            line += " " + ("ok  " if r["check"]["ok"] else "FAIL")
+        if "bench" in r:
+            b = r["bench"]
+            line += (f" {_fmt(b['us'], '10.1f')} us {_fmt(b['tflops'], '8.2f')} TFLOP/s {_fmt(b['gbs'], '8.1f')} GB/s")
+            if "pct_sol" in b:
+                line += f"  SOL {b['sol_us']:.2f} us ({b['bound']}) = {b['pct_sol']:.1f}% of SOL"
+            elif b["timer"].startswith("wall"):
+                line += "  (wall clock on CPU)"
+        print(line)
+        if "check" in r and not r["check"]["ok"]:
+            print(f"    {r['check']['summary']}")
+    print("all checks passed" if res["ok"] else "SOME CHECKS FAILED")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        if args.kernels_command == "list":
+            info = runner.describe()
+            print(json.dumps(info, indent=2)) if args.json else _print_list(info)
+            return 0
+        shapes = ("benchmarks" if args.benchmarks else
+                  [parse_shape(s) for s in args.shape] if args.shape else "tests")
+        progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+        res = runner.run(args.problem, args.backend, shapes, check=args.check or not args.bench,
+                         bench=args.bench, seed=args.seed, device=args.device, bench_inputs=max(1, args.inputs),
+                         bench_repeats=max(1, args.repeats), progress=progress)
+        print(json.dumps(res, indent=2)) if args.json else _print_run(res)
+        return 0 if res["ok"] else 1
+    except KernelsError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m kernels", description="NVFP4 problems: list backends, check and benchmark them")
+    add_arguments(parser)
+    return parser

@@ -1,0 +1,298 @@
+"""The Python API behind ``brain kernels`` and the HTTP endpoints: plain, JSON-ready dicts.
+
+    describe()                       -> problems, backends, what runs on this machine and why not
+    run(problem, backend, shapes=..., check=True, bench=False, seed=1111) -> results per shape
+
+Only one run at a time per process (a run occupies the GPU and its memory): ``run``
+try-acquires a process-wide slot and raises ``Busy`` at once if another run holds it.
+Every user-fixable problem raises a ``KernelsError`` subclass with a one-line message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable, Iterable, Optional, Union
+
+import torch
+
+from . import bench as benchmod
+from . import reference as refmod
+from .check import check_output
+from .errors import BackendUnavailable, Busy, KernelsError, MemoryBudgetError
+from .problems import DEFAULT_SEED, get_problem, list_problems, parse_shape, shape_str
+from .registry import discovery_errors, get_backend, list_backends
+
+# Seeds of the distinct inputs of a benchmark batch: seed, seed + 42, ... (GPU MODE's rule).
+SEED_STEP = 42
+DEFAULT_BENCH_INPUTS = 50
+DEFAULT_BENCH_REPEATS = 5
+# Fraction of free device memory a run may plan to use.
+MEMORY_FRACTION = 0.8
+DECODE_BYTES_PER_ELEMENT = 6
+
+_run_slot = threading.Lock()
+
+
+@contextlib.contextmanager
+def run_slot():
+    """Hold the process-wide run slot; raises Busy immediately if it is taken."""
+    if not _run_slot.acquire(blocking=False):
+        raise Busy("another kernels run is in progress; try again when it finishes")
+    try:
+        yield
+    finally:
+        _run_slot.release()
+
+
+def _parse_device(device) -> torch.device:
+    try:
+        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    except (RuntimeError, TypeError):
+        raise KernelsError(f"bad device '{device}' (expected cpu, cuda or cuda:N)") from None
+    if device.type not in ("cpu", "cuda"):
+        raise KernelsError(f"unsupported device '{device}' (expected cpu, cuda or cuda:N)")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise KernelsError(f"device {device} does not exist ({torch.cuda.device_count()} CUDA device(s) here)")
+    return device
+
+
+def device_info(device=None) -> dict:
+    device = _parse_device(device)
+    info = {"device": str(device), "cuda_available": torch.cuda.is_available(), "torch": torch.__version__}
+    if device.type == "cuda":
+        cap = torch.cuda.get_device_capability(device)
+        peak = benchmod.device_peak(device)
+        info.update({"gpu": torch.cuda.get_device_name(device), "capability": list(cap),
+                     "peak": None if peak is None else peak.name})
+    return info
+
+
+def describe(device=None) -> dict:
+    """Problems, backends (with runs_here / why_not), this machine's device."""
+    problems = []
+    for name in list_problems():
+        p = get_problem(name)
+        problems.append({"name": name, "summary": p.summary, "tests": p.tests, "benchmarks": p.benchmarks,
+                         "rtol": p.rtol, "atol": p.atol})
+    return {
+        "problems": problems,
+        "backends": [b.as_dict(device) for b in list_backends()],
+        "device": device_info(device),
+        "discovery_errors": discovery_errors(),
+    }
+
+
+# Bounds on what an HTTP request may ask for (shapes are bounded by Problem.validate_shape).
+MAX_REQUEST_SHAPES = 16
+MAX_REQUEST_INPUTS = 100
+MAX_REQUEST_REPEATS = 20
+REQUEST_KEYS = {"backend", "shape", "shapes", "check", "bench", "seed", "inputs", "repeats"}
+
+
+def run_request(problem: str, body: dict, progress=None) -> dict:
+    """Validate a JSON request body (the HTTP API's) and run it; errors are KernelsError.
+
+    body: {"backend": str, "shape": {..} | "m=..,n=.." | "tests" | "benchmarks" (default "tests"),
+           "check": bool (default true unless bench), "bench": bool, "seed": int,
+           "inputs": int <= 100, "repeats": int <= 20}
+    """
+    if not isinstance(body, dict):
+        raise KernelsError("request body must be a JSON object")
+    extra = sorted(set(body) - REQUEST_KEYS)
+    if extra:
+        raise KernelsError(f"unknown request field(s): {', '.join(extra)} (allowed: {', '.join(sorted(REQUEST_KEYS))})")
+    backend = body.get("backend")
+    if not isinstance(backend, str) or not backend:
+        raise KernelsError("request needs 'backend' (a backend name, see GET /kernels)")
+    shapes = body.get("shapes", body.get("shape", "tests"))
+    if isinstance(shapes, str) and shapes not in ("tests", "benchmarks"):
+        shapes = [parse_shape(shapes)]  # the CLI's 'k=v,...' form
+    elif isinstance(shapes, dict):
+        shapes = [shapes]
+    if isinstance(shapes, list):
+        if not 1 <= len(shapes) <= MAX_REQUEST_SHAPES or not all(isinstance(x, dict) for x in shapes):
+            raise KernelsError(f"'shapes' must be 1..{MAX_REQUEST_SHAPES} shape objects")
+    elif shapes not in ("tests", "benchmarks"):
+        raise KernelsError("'shape' must be an object, a 'k=v,...' string, 'tests' or 'benchmarks'")
+
+    def _int(key, default, lo, hi):
+        val = body.get(key, default)
+        if isinstance(val, bool) or not isinstance(val, int) or not lo <= val <= hi:
+            raise KernelsError(f"'{key}' must be an integer in {lo}..{hi}")
+        return val
+
+    def _bool(key, default):
+        val = body.get(key, default)
+        if not isinstance(val, bool):
+            raise KernelsError(f"'{key}' must be true or false")
+        return val
+
+    bench = _bool("bench", False)
+    check = _bool("check", not bench)
+    return run(problem, backend, shapes, check=check, bench=bench, seed=_int("seed", DEFAULT_SEED, 0, 2**31 - 1),
+               bench_inputs=_int("inputs", DEFAULT_BENCH_INPUTS, 1, MAX_REQUEST_INPUTS),
+               bench_repeats=_int("repeats", DEFAULT_BENCH_REPEATS, 1, MAX_REQUEST_REPEATS), progress=progress)
+
+
+def _free_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 1 << 62  # unknown: do not refuse
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB"
+
+
+def _clone(data):
+    if torch.is_tensor(data):
+        return data.clone()
+    if isinstance(data, (list, tuple)):
+        return type(data)(_clone(x) for x in data)
+    return data
+
+
+def _resolve_shapes(problem, shapes) -> list:
+    if shapes is None or shapes == "tests":
+        return list(problem.tests)
+    if shapes == "benchmarks":
+        return list(problem.benchmarks)
+    if isinstance(shapes, dict):
+        shapes = [shapes]
+    return [problem.validate_shape(s) for s in shapes]
+
+
+@contextlib.contextmanager
+def _backend_errors(backend, shape):
+    """Turn a backend crash into a one-line KernelsError naming the backend and shape."""
+    try:
+        yield
+    except KernelsError:
+        raise
+    except torch.cuda.OutOfMemoryError:
+        raise MemoryBudgetError(f"{backend.problem} {shape_str(shape)}: backend '{backend.name}' "
+                                "ran out of GPU memory") from None
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise KernelsError(f"backend '{backend.name}' failed on {backend.problem} {shape_str(shape)}: "
+                           f"{type(exc).__name__}: {first}") from exc
+
+
+def run(problem: str, backend: str, shapes: Union[None, str, dict, Iterable[dict]] = None, *,
+        check: bool = True, bench: bool = False, seed: int = DEFAULT_SEED, device=None,
+        bench_inputs: int = DEFAULT_BENCH_INPUTS, bench_repeats: int = DEFAULT_BENCH_REPEATS,
+        measure_bandwidth: bool = True, progress: Optional[Callable[[str], None]] = None) -> dict:
+    """Run ``backend`` on ``problem`` for ``shapes`` ("tests", "benchmarks", one dict or a list).
+
+    Returns {"problem", "backend", "device", "seed", "ok", "results": [per shape]} where each
+    result has "shape", "check" (CheckResult.as_dict()) and/or "bench" (µs, TFLOP/s, GB/s, SOL).
+    """
+    with run_slot():
+        return _run(problem, backend, shapes, check, bench, seed, device, bench_inputs, bench_repeats,
+                    measure_bandwidth, progress or (lambda msg: None))
+
+
+def _run(problem_name, backend_name, shapes, check, bench, seed, device, bench_inputs, bench_repeats,
+         measure_bandwidth, progress) -> dict:
+    problem = get_problem(problem_name)
+    backend = get_backend(problem_name, backend_name)
+    device = _parse_device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise BackendUnavailable("device 'cuda' requested but torch sees no CUDA GPU here")
+    why_not = backend.unavailable_reason(device)
+    if why_not:
+        raise BackendUnavailable(f"backend '{backend.name}' for {problem.name} cannot run here: {why_not}")
+    if not check and not bench:
+        check = True
+    shape_list = _resolve_shapes(problem, shapes)
+    fn = backend.load()
+
+    info = device_info(device)
+    peak = benchmod.device_peak(device)
+    bandwidth = None
+    if bench and peak is not None and measure_bandwidth:
+        if str(device) not in benchmod._copy_bw_cache:
+            progress("measuring device copy bandwidth")
+        bandwidth = benchmod.measure_copy_bandwidth(device)
+        info["copy_bandwidth_gbs"] = bandwidth / 1e9
+
+    results = []
+    for i, shape in enumerate(shape_list, 1):
+        label = f"[{i}/{len(shape_list)}] {problem.name} {shape_str(shape)}"
+        results.append(_run_one(problem, backend, fn, shape, check, bench, seed, device, bench_inputs,
+                                bench_repeats, peak, bandwidth, lambda msg: progress(f"{label}: {msg}")))
+    ok = all(r["check"]["ok"] for r in results if r.get("check"))
+    return {"problem": problem.name, "backend": backend.name, "device": info, "seed": seed,
+            "ok": ok, "results": results}
+
+
+def _plan_memory(problem, shape, device, check, n_inputs) -> int:
+    """How many bench inputs fit; raises MemoryBudgetError if even the check run would not."""
+    free = _free_bytes(device) * MEMORY_FRACTION
+    one = problem.input_bytes(shape)
+    # A backend's workspace is unknown: budget one more input's worth, plus what a decode-first
+    # backend (like 'torch') holds: ~6 bytes per decoded operand element (bf16 values, scaled
+    # copy, gather indices).
+    need_one = 2 * one + DECODE_BYTES_PER_ELEMENT * problem.operand_elements(shape)
+    if check:
+        need_one += problem.reference_workspace_bytes(shape)
+    if need_one > free:
+        raise MemoryBudgetError(f"{problem.name} {shape_str(shape)} does not fit in memory: needs about "
+                                f"{_gib(need_one)}, {_gib(int(free))} usable on {device}")
+    return max(1, min(n_inputs, int((free - one) // max(one, 1))))
+
+
+def _run_one(problem, backend, fn, shape, check, bench, seed, device, bench_inputs, bench_repeats,
+             peak, bandwidth, progress) -> dict:
+    n_inputs = _plan_memory(problem, shape, device, check, bench_inputs if bench else 1)
+    result = {"shape": shape, "shape_str": shape_str(shape), "flops": problem.flops(shape),
+              "bytes": problem.bytes_moved(shape)}
+    if check:
+        progress("check")
+        data = problem.generate_input(shape, seed, device)
+        with _backend_errors(backend, shape):
+            out = fn(_clone(data))
+        expected = problem.reference(data)
+        res = check_output(problem, out, expected).as_dict()
+        if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] == 10:
+            # On Blackwell the exact emulation must agree with the hardware FP4 path.
+            try:
+                ratio = refmod.cross_check_with_scaled_mm(problem.name, data, problem.rtol, problem.atol)
+                res["reference_vs_scaled_mm"] = f"worst error / tolerance = {ratio:.3g}"
+            except Exception as exc:  # torch without the NVFP4 _scaled_mm path: say so, do not fail
+                ratio = None
+                res["reference_vs_scaled_mm"] = f"not available: {type(exc).__name__}: {str(exc)[:200]}"
+            if ratio is not None and ratio > 1.0:
+                res["ok"] = False
+                res["summary"] = (f"reference disagrees with torch._scaled_mm (worst error {ratio:.3g}x the "
+                                  "tolerance); " + res["summary"])
+        result["check"] = res
+        del data, out, expected
+    if bench:
+        progress(f"generating {n_inputs} inputs")
+        inputs = [problem.generate_input(shape, seed + SEED_STEP * j, device) for j in range(n_inputs)]
+        with _backend_errors(backend, shape):
+            timing = benchmod.time_calls(fn, inputs, device, bench_repeats, progress)
+        del inputs
+        timing.update(benchmod.rates(result["flops"], result["bytes"], timing["us"]))
+        if peak is not None:
+            sol = benchmod.speed_of_light(result["flops"], result["bytes"], peak, bandwidth)
+            sol["bandwidth_source"] = "measured copy" if bandwidth else "table"
+            sol["pct_sol"] = 100.0 * sol["sol_us"] / timing["us"]
+            sol["peak"] = peak.name
+            # Also against the spec-sheet bandwidth, the number other reports usually quote.
+            spec = benchmod.speed_of_light(result["flops"], result["bytes"], peak)
+            sol["sol_us_spec"], sol["pct_sol_spec"] = spec["sol_us"], 100.0 * spec["sol_us"] / timing["us"]
+            timing.update(sol)
+        result["bench"] = timing
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return result
