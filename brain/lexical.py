@@ -42,7 +42,7 @@ def tokenize(text: str) -> list[str]:
     for m in _TOKEN.finditer(text.replace("μ", "µ")):
         tok = m.group(0)
         low = tok.lower()
-        if low[0].isdigit():
+        if "0" <= low[0] <= "9":  # ASCII digits only: '²' is isdigit() but not a number we index
             low = low.replace(" ", "")
             low = low[:-2] + "µs" if low.endswith("us") else low
             out.append(low)

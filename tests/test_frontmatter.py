@@ -73,8 +73,8 @@ def test_known_kind_aliases_and_comma_separated_keywords():
 
 
 def test_architecture_names():
-    assert [arch_tag(a) for a in ["sm_100a", "SM90", "sm90a", "Hopper", "sm80", "sm_120"]] == \
-        ["sm100", "sm90", "sm90", "sm90", "sm80", "sm120"]
+    assert [arch_tag(a) for a in ["sm_100a", "SM90", "sm90a", "Hopper", "sm80", "sm_120", "100a", "B200"]] == \
+        ["sm100", "sm90", "sm90", "sm90", "sm80", "sm120", "sm100", "sm100"]
 
 
 def test_fields_of_a_non_mapping_is_a_clear_error():
@@ -95,3 +95,25 @@ def test_sample_wiki_front_matter_parses():
             assert text.splitlines()[consumed - 1] == "---"
         front_matter_fields(meta)
     assert with_meta >= 50
+
+
+def test_name_stands_in_for_title_and_aliases_are_kept():
+    fields = front_matter_fields({"name": "allreduce-skill", "aliases": ["LDGSTS", "async copy"],
+                                  "tags": {"tma": True}})
+    assert fields["title"] == "allreduce-skill"
+    assert fields["aliases"] == ["LDGSTS", "async copy"]
+    assert fields["tags"] == ["tma"]
+
+
+def test_apply_merges_tags_fills_only_undecided_kinds_and_adds_aliases_to_context():
+    from brain.chunking.frontmatter import apply_front_matter
+    body = "# Page\n\n## Pitfall: must not\n\nYou must not do this.\n\n## Facts\n\nPlain facts.\n"
+    chunks = chunk_markdown(body, "p.md")
+    fields = front_matter_fields({"type": "how-to", "tags": ["tma"], "aliases": ["cp.async.bulk"]})
+    apply_front_matter(chunks, fields)
+    kinds = {c.section.split(" › ")[-1]: c.kind for c in chunks}
+    assert kinds["Pitfall: must not"] == "constraint"  # the chunk's own heading decides
+    assert kinds["Facts"] == "how-to"  # undecided (`reference`) takes the page's kind
+    assert all("tma" in c.tags for c in chunks)
+    assert all(c.context.endswith("also called: cp.async.bulk") for c in chunks)
+    assert all("cp.async.bulk" not in c.text for c in chunks)

@@ -22,3 +22,7 @@ def test_bm25_finds_exact_identifier():
     lex = LexicalIndex.build(["a", "b", "c"], ["acc_empty defined outside control flow", "tma loads", "nothing"])
     assert lex.search("NameError: name 'acc_empty' is not defined", 3)[0][0] == "a"
     assert lex.search("unrelated words", 3) == []
+
+
+def test_unicode_digits_are_words_not_numbers():
+    assert tokenize("x² ① ²") is not None  # must not crash on characters str.isdigit() accepts

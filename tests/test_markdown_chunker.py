@@ -139,3 +139,15 @@ def test_heading_with_no_body_opens_the_next_chunk():
     assert chunks[0].start_line == 1 and "## Part 1: why it failed" in chunks[0].text
     assert chunks[0].section == "T › Part 1: why it failed › Detail"
     assert chunks[-1].text == "### Estimate: **1.25x - 1.40x**"  # a trailing heading stands alone
+
+
+def test_chunk_text_reads_rst_and_strips_front_matter():
+    from brain.chunking import SUPPORTED_SUFFIXES
+    assert ".rst" in SUPPORTED_SUFFIXES
+    rst = chunk_text("Guide\n=====\n\n.. warning::\n\n   Never do x.\n", "g.rst", ".rst")
+    assert rst and rst[0].language == "rst" and rst[0].section == "Guide"
+    assert rst[0].kind == "constraint"  # a warning is a pitfall
+    md = chunk_text("---\ntitle: Tensor Memory\ntags: [UMMA]\narchitectures: [sm_100a]\n---\n\n# TMEM\n\ntext\n",
+                    "t.md", ".md")
+    assert md[0].title == "Tensor Memory" and md[0].start_line == 7
+    assert "title:" not in md[0].text and {"tcgen05", "sm100"} <= set(md[0].tags)

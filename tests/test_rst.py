@@ -194,3 +194,90 @@ def test_sample_cutedsl_docs_chunk_with_valid_line_ranges():
     glob = _chunk_having(limits, "global x")
     assert "It is not allowed to use ``global`` in the DSL." in glob.text  # prose and its example together
     assert glob.context.endswith("Global variables")
+
+
+def test_a_sentence_introducing_a_block_moves_with_it():
+    filler = "\n\n".join("Filler paragraph " + "text " * 40 for _ in range(5))
+    code = "\n".join(f"   x{i} = {i}" for i in range(20))
+    text = f"T\n=\n\n{filler}\n\nThe coefficients are:\n\n.. code:: python\n\n{code}\n"
+    chunks = chunk_rst(text, "t.rst")
+    c = _chunk_having(chunks, ".. code:: python")
+    assert c.text.startswith("The coefficients are:")
+
+
+def test_file_metadata_tabs_and_empty_input():
+    text = ":orphan:\n:tocdepth: 2\n\nTitle\n=====\n\nTerm::\n\n\tx = 1\n\tdone\n\nafter\n"
+    chunks = chunk_rst(text, "m.rst")
+    joined = "\n".join(c.text for c in chunks)
+    assert "orphan" not in joined and "tocdepth" not in joined
+    assert "\tdone" in _chunk_having(chunks, "Term::").text  # a tab-indented literal block belongs to `::`
+    assert chunk_rst("", "e.rst") == [] and chunk_rst("\n\n", "e.rst") == []
+
+
+def test_quoted_literal_block():
+    text = "T\n=\n\nThe session::\n\n> one\n> two\n\nafterwards prose\n"
+    chunks = chunk_rst(text, "q.rst")
+    assert "> two" in _chunk_having(chunks, "The session::").text
+
+
+def test_heading_only_sections_open_the_next_piece_or_stand_alone_at_the_end():
+    chunks = chunk_rst("Top\n===\n\nSub\n---\n\ntext\n\nEstimate: 1.25x\n---------------\n", "h.rst")
+    assert chunks[0].start_line == 1 and chunks[0].text.startswith("Top\n===") and "text" in chunks[0].text
+    assert chunks[0].section == "Top › Sub"
+    assert chunks[-1].text == "Estimate: 1.25x\n---------------" and chunks[-1].start_line == 9
+
+
+def test_titles_in_the_section_path_read_as_rendered():
+    text = ("Guide\n=====\n\n`4.4.0 <https://example.com/v4.4.0>`_\n--------------------------------------\n\nnotes\n\n"
+            "Custom permutation with ``permutation_mnk``\n-------------------------------------------\n\nmore\n")
+    sections = [c.section for c in chunk_rst(text, "g.rst")]
+    assert sections == ["Guide › 4.4.0", "Guide › Custom permutation with permutation_mnk"]
+
+
+def _docutils_titles(text):
+    """(depth, title) of every section docutils finds, for comparing the scanner with the reference parser."""
+    import docutils.core
+    import docutils.nodes as nodes
+    doc = docutils.core.publish_doctree(text, settings_overrides={
+        "report_level": 5, "halt_level": 5, "doctitle_xform": False})
+    out = []
+
+    def walk(node, depth):
+        for child in node.children:
+            if isinstance(child, nodes.section):
+                out.append((depth, " ".join(child.next_node(nodes.title).astext().split())))
+                walk(child, depth + 1)
+            elif isinstance(child, nodes.Element):
+                walk(child, depth)
+    walk(doc, 1)
+    return out
+
+
+def _my_titles(text):
+    from brain.chunking.rst import _expand, _plain, scan_blocks
+    subs = {}
+    blocks = scan_blocks(text.splitlines(), subs)
+    return [(b.level, " ".join(_plain(_expand(b.title, subs)).split())) for b in blocks if b.kind == "heading"]
+
+
+def test_section_tree_matches_docutils():
+    pytest.importorskip("docutils", reason="docutils is the reference parser; not a dependency of the project")
+    texts = [DOC] + ([f.read_text(encoding="utf-8") for f in sorted(SAMPLE_CUTEDSL.rglob("*.rst"))]
+                     if SAMPLE_CUTEDSL.is_dir() else [])
+    for text in texts:
+        assert _my_titles(text) == _docutils_titles(text)
+
+
+def test_random_documents_never_crash_and_chunks_never_overlap():
+    import random
+    pieces = ["Title", "=====", "-----", "~~~~~", "", "", "text line", "**Term**", "    indented body", "::",
+              "para ends here::", ".. note::", ".. code-block:: python", "   x = 1", ".. _t:", ".. comment",
+              "+---+---+", "| a | b |", "===  ===", "a    b", ":field: v", "\tTabbed", "..", "* item", "|S|"]
+    rng = random.Random(8)
+    for _ in range(300):
+        text = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        n = len(text.splitlines())
+        last_end = 0
+        for c in chunk_rst(text, "r.rst"):
+            assert last_end < c.start_line <= c.end_line <= n, text
+            last_end = c.end_line

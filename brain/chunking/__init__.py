@@ -11,7 +11,7 @@ from pathlib import Path
 
 from brain import BrainError
 
-CHUNKER_VERSION = 2  # bump when chunk boundaries or metadata change: the next ingest re-chunks every file
+CHUNKER_VERSION = 3  # bump when chunk boundaries or metadata change: the next ingest re-chunks every file
 MAX_CHARS = 1200  # size cap for a chunk's prose; a single fence or table is never cut, so it may exceed this
 SECTION_SEP = " › "
 
@@ -56,16 +56,23 @@ def read_text(path: Path) -> str:
 
 
 def chunk_text(text: str, source: str, suffix: str) -> list[Chunk]:
-    from brain.chunking import markdown, python
+    from brain.chunking import frontmatter, markdown, python, rst
     suffix = suffix.lower()
     if suffix == ".py":
         return python.chunk_python(text, source)
+    if suffix == ".rst":
+        return rst.chunk_rst(text, source)
     if suffix in (".md", ".markdown", ".txt"):  # plain text is markdown without headings: paragraphs under the file name
-        return markdown.chunk_markdown(text, source)
+        meta, body, consumed = frontmatter.split_front_matter(text)
+        if not consumed:
+            return markdown.chunk_markdown(text, source)
+        fields = frontmatter.front_matter_fields(meta)  # metadata, never indexed as text
+        chunks = markdown.chunk_markdown(body, source, title=fields["title"] or None, line_offset=consumed)
+        return frontmatter.apply_front_matter(chunks, fields)
     raise UnsupportedFile(f"{source}: unsupported format '{suffix or 'no extension'}'")
 
 
-SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".py")
+SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".py", ".rst")
 
 
 def chunk_file(path: Path, source: str) -> list[Chunk]:

@@ -14,8 +14,9 @@ from brain.taxonomy import KINDS, resolve_kind, resolve_tag
 
 _OPEN = "---"
 _CLOSE = ("---", "...")
-# an architecture a wiki writes (sm_100a, SM90, Blackwell, H100) -> the tag it means; None: no project tag
-_ARCH_FAMILY = re.compile(r"^sm_?(\d{2,3})[a-z]?$")
+# an architecture as wikis write it (sm_100a, SM90, 90a) -> its family tag; names (Blackwell, H100) go
+# through the tag aliases instead
+_ARCH_FAMILY = re.compile(r"^(?:sm_?)?(\d{2,3})[a-z]?$")
 _ARCH_TAGS = {"100": "sm100", "101": "sm100", "103": "sm100", "90": "sm90"}
 
 TAG_FIELDS = ("tags", "keywords")
@@ -61,7 +62,7 @@ def _as_list(value) -> list[str]:
 
 def arch_tag(name: str) -> str:
     """`sm_100a` -> sm100, `SM90` -> sm90, `Blackwell` -> sm100; an architecture with no project tag
-    (sm80, sm120) is kept as the wiki spells it, lower-cased."""
+    (sm80, sm120) becomes its family name, like the tags the project has."""
     low = name.strip().lower()
     if m := _ARCH_FAMILY.match(low):
         return _ARCH_TAGS.get(m.group(1), f"sm{m.group(1)}")

@@ -81,7 +81,7 @@ def scan_blocks(lines: list[str]) -> list[Block]:
     return blocks
 
 
-def _split_prose(block: Block, lines: list[str]) -> list[Block]:
+def split_prose(block: Block, lines: list[str]) -> list[Block]:
     """Cut a prose block larger than the cap between lines (long lists written without blank lines)."""
     out, start, size = [], block.start, 0
     for j in range(block.start, block.end + 1):
@@ -93,21 +93,24 @@ def _split_prose(block: Block, lines: list[str]) -> list[Block]:
     return out
 
 
-def _pack(blocks: list[Block], lines: list[str]) -> list[tuple[int, int]]:
-    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS, never cutting a block."""
-    pieces: list[tuple[int, int]] = []
-    cur_start, cur_end, cur_size = None, None, 0
+def pack_blocks(blocks: list[Block], lines: list[str]) -> list[tuple[int, int]]:
+    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS, never cutting a block.
+    A sentence that introduces the block after it ("... as follows:") moves with that block."""
+    groups: list[list[Block]] = []
+    size = 0
     for b in blocks:
-        size = sum(len(lines[j]) + 1 for j in range(b.start, b.end + 1))
-        if cur_start is not None and cur_size + size > MAX_CHARS:
-            pieces.append((cur_start, cur_end))
-            cur_start, cur_size = None, 0
-        if cur_start is None:
-            cur_start = b.start
-        cur_end, cur_size = b.end, cur_size + size
-    if cur_start is not None:
-        pieces.append((cur_start, cur_end))
-    return pieces
+        n = sum(len(lines[j]) + 1 for j in range(b.start, b.end + 1))
+        if groups and size + n > MAX_CHARS:
+            cur = groups[-1]
+            lead_in = cur[-1] if len(cur) > 1 and cur[-1].kind == "prose" and b.kind != "prose" \
+                and lines[cur[-1].end].rstrip().endswith(":") else None
+            groups.append([cur.pop()] if lead_in else [])
+            size = sum(len(lines[j]) + 1 for x in groups[-1] for j in range(x.start, x.end + 1))
+        if not groups:
+            groups.append([])
+        groups[-1].append(b)
+        size += n
+    return [(g[0].start, g[-1].end) for g in groups if g]
 
 
 def chunk_markdown(text: str, source: str, title: str | None = None, line_offset: int = 0) -> list[Chunk]:
@@ -125,7 +128,7 @@ def chunk_markdown(text: str, source: str, title: str | None = None, line_offset
             stack = [(lvl, t) for lvl, t in stack if lvl < b.level] + [(b.level, b.title)]
             sections.append(([t for _, t in stack], b, []))
         else:
-            sections[-1][2].extend(_split_prose(b, lines) if b.kind == "prose" else [b])
+            sections[-1][2].extend(split_prose(b, lines) if b.kind == "prose" else [b])
 
     chunks = []
     carried: int | None = None  # first line of heading-only sections waiting for the next section's text
@@ -141,7 +144,7 @@ def chunk_markdown(text: str, source: str, title: str | None = None, line_offset
         if not path or path[0] != title:
             path = [title] + path
         section = SECTION_SEP.join(path)
-        for n, (start, end) in enumerate(_pack(body, lines)):
+        for n, (start, end) in enumerate(pack_blocks(body, lines)):
             if n == 0:
                 start = min(x for x in (start, carried, heading.start if heading else None) if x is not None)
                 carried = None

@@ -10,6 +10,10 @@ syntax to never cut a unit a reader needs whole.
   `.. list-table::`, ...), a paragraph ending in `::` together with its literal block, grid and simple tables.
 - Warnings, cautions and the like (`PITFALL_ADMONITIONS`) get a chunk of their own, so the kind the
   taxonomy gives them is theirs alone and a pitfall search returns exactly the warning.
+- Bold pseudo-headings (`**Control Flow**` over an indented definition, an FAQ question on its own line)
+  start a new chunk and are added to its context, so one chunk is about one limitation or one question.
+- A sentence ending in ":" stays with the block it introduces; a heading with nothing under it opens the
+  next chunk (as in markdown). Section titles in the heading path are shown without inline markup.
 - Dropped, never indexed: comments, hyperlink targets (`.. _label:`), substitution definitions, and the
   navigation directives `toctree` / `contents`. Substitution references (`|DSL|`) in the text are
   replaced by their `replace::` text, so a chunk reads (and matches queries) as the rendered page does.
@@ -20,7 +24,7 @@ import re
 from pathlib import PurePosixPath
 
 from brain.chunking import MAX_CHARS, SECTION_SEP, Chunk
-from brain.chunking.markdown import Block
+from brain.chunking.markdown import Block, pack_blocks, split_prose
 from brain.taxonomy import classify_kind, detect_tags
 from brain.textfix import repair_mojibake
 
@@ -224,38 +228,6 @@ def _labels(blocks: list[Block], lines: list[str]) -> list[tuple[int, int, str]]
     return out
 
 
-def _split_prose(block: Block, lines: list[str]) -> list[Block]:
-    """Cut a prose block larger than the cap between lines (long lists written without blank lines)."""
-    out, start, size = [], block.start, 0
-    for j in range(block.start, block.end + 1):
-        size += len(lines[j]) + 1
-        if size > MAX_CHARS and j > start:
-            out.append(Block("prose", start, j - 1))
-            start, size = j, len(lines[j]) + 1
-    out.append(Block("prose", start, block.end))
-    return out
-
-
-def _pack(blocks: list[Block], lines: list[str]) -> list[tuple[int, int]]:
-    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS, never cutting a block.
-    A sentence that introduces the block after it ("... as follows:") moves with that block."""
-    groups: list[list[Block]] = []
-    size = 0
-    for b in blocks:
-        n = sum(len(lines[j]) + 1 for j in range(b.start, b.end + 1))
-        if groups and size + n > MAX_CHARS:
-            cur = groups[-1]
-            lead_in = cur[-1] if len(cur) > 1 and cur[-1].kind == "prose" and b.kind != "prose" \
-                and lines[cur[-1].end].rstrip().endswith(":") else None
-            groups.append([cur.pop()] if lead_in else [])
-            size = sum(len(lines[j]) + 1 for x in groups[-1] for j in range(x.start, x.end + 1))
-        if not groups:
-            groups.append([])
-        groups[-1].append(b)
-        size += n
-    return [(g[0].start, g[-1].end) for g in groups if g]
-
-
 def _pieces(body: list[Block], lines: list[str], label_starts: set[int]) -> list[tuple[int, int]]:
     """Pack the blocks of a section. A pitfall admonition is a piece of its own; a labelled item (a bold
     definition term, an FAQ question) starts a new piece, so one piece is about one thing."""
@@ -263,14 +235,14 @@ def _pieces(body: list[Block], lines: list[str], label_starts: set[int]) -> list
     run: list[Block] = []
     for b in body:
         if b.kind == "directive" and b.title in PITFALL_ADMONITIONS:
-            pieces += _pack(run, lines) + [(b.start, b.end)]
+            pieces += pack_blocks(run, lines) + [(b.start, b.end)]
             run = []
             continue
         if b.start in label_starts and run:
-            pieces += _pack(run, lines)
+            pieces += pack_blocks(run, lines)
             run = []
         run.append(b)
-    return pieces + _pack(run, lines)
+    return pieces + pack_blocks(run, lines)
 
 
 def chunk_rst(text: str, source: str) -> list[Chunk]:
@@ -291,7 +263,7 @@ def chunk_rst(text: str, source: str) -> list[Chunk]:
             stack = [(lvl, t) for lvl, t in stack if lvl < b.level] + [(b.level, name)]
             sections.append(([t for _, t in stack], b, []))
         else:
-            sections[-1][2].extend(_split_prose(b, lines) if b.kind == "prose" else [b])
+            sections[-1][2].extend(split_prose(b, lines) if b.kind == "prose" else [b])
 
     chunks: list[Chunk] = []
     carried: int | None = None  # first line of heading-only sections waiting for the next section's text
