@@ -1,0 +1,116 @@
+"""The brain as MCP tools for coding agents (official `mcp` SDK, 2.x): stdio (`brain mcp`) and /mcp over HTTP.
+
+Four tools, each answering plain text capped by its `max_tokens` argument (tokens counted as in
+brain.context): search lessons, look up a pitfall from an error, snippets for a pattern, read a passage.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from typing import Annotated, Callable
+
+import anyio
+from fastapi import FastAPI
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from brain import BrainError
+from brain.config import Settings
+from brain.context import MAX_BUDGET, MIN_BUDGET, pack, truncate_lines
+from brain.search import Filters
+from brain.service import Brain
+
+INSTRUCTIONS = ("The kernel brain: lessons, DSL pitfalls and reference code from engineers who wrote NVFP4 "
+                "GEMM/GEMV kernels in the CuTe DSL for Blackwell (sm_100) and Hopper. Search before guessing an "
+                "API; paste compiler/runtime errors into lookup_pitfall; cite results as corpus/source:lines "
+                "and read more around them with read_passage.")
+
+Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="upper bound on the answer's tokens")]
+Kind = Annotated[str | None, Field(max_length=64, description="lesson, failed-attempt, constraint, result, "
+                                                              "how-to, reference or code")]
+Tag = Annotated[str | None, Field(max_length=64, description="e.g. tcgen05, tma, tmem, s2t, pipeline, nvfp4")]
+
+
+def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
+    # WARNING: the SDK configures root logging at its level; INFO would log every HTTP request
+    mcp = MCPServer("kernel-brain", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
+
+    async def call(fn, *args):
+        # the Brain is synchronous and CPU-bound: keep the event loop free for other requests
+        try:
+            return await anyio.to_thread.run_sync(fn, *args)
+        except BrainError as e:
+            raise ToolError(str(e)) from None
+
+    def packed(payload: dict, budget: int, title: str) -> str:
+        return pack(payload["results"], budget, title)["text"]
+
+    @mcp.tool()
+    async def search_lessons(query: Annotated[str, Field(min_length=1, max_length=2000)],
+                             k: Annotated[int, Field(ge=1, le=20)] = 5, kind: Kind = None, tag: Tag = None,
+                             max_tokens: Budget = 1500) -> str:
+        """Search worklogs and kernel code for lessons, rules, results and how-tos on a CuTe DSL / NVFP4
+        question. Returns the best passages, each cited as [n] corpus/source:lines | heading | kind | tags."""
+        b = get_brain()
+        payload = await call(lambda: b.search(query, k, Filters(kind=kind, tag=tag)))
+        return packed(payload, max_tokens, f"Search: {query[:100]}")
+
+    @mcp.tool()
+    async def lookup_pitfall(error: Annotated[str, Field(min_length=1, max_length=20000)],
+                             k: Annotated[int, Field(ge=1, le=10)] = 3, max_tokens: Budget = 1500) -> str:
+        """Paste a compiler/runtime error or traceback (CuTe DSL, CUTLASS, PTX, CUDA): returns the known rules
+        and failed attempts that explain it, constraints first."""
+        b = get_brain()
+        payload = await call(lambda: b.pitfall(error, k))
+        return packed(payload, max_tokens, "Pitfalls matching the error")
+
+    @mcp.tool()
+    async def pattern_snippets(pattern: Annotated[str, Field(min_length=1, max_length=64, description=(
+                                   "tma-load, tma-store, s2t-copy, tmem-alloc, mma-mainloop, epilogue, "
+                                   "pipeline-setup, warp-dispatch, tile-scheduler, tensormap, "
+                                   "scale-factor-layout, fp4-decode, smem-layout, control-flow"))],
+                               query: Annotated[str | None, Field(max_length=2000)] = None,
+                               k: Annotated[int, Field(ge=1, le=10)] = 3, max_tokens: Budget = 2000) -> str:
+        """Code regions of the reference NVFP4 kernels that implement a pattern, optionally ranked by a
+        question. Use it to copy a working idiom instead of inventing one."""
+        b = get_brain()
+        payload = await call(lambda: b.snippets(pattern, query, k))
+        return packed(payload, max_tokens, f"Snippets for pattern {pattern}")
+
+    @mcp.tool()
+    async def read_passage(path: Annotated[str, Field(min_length=1, max_length=512, description=(
+                               "corpus/source as cited, e.g. docs_corpus/000_x.txt"))],
+                           start_line: Annotated[int, Field(ge=1)] = 1,
+                           end_line: Annotated[int | None, Field(ge=1)] = None,
+                           max_tokens: Budget = 2000) -> str:
+        """The exact lines start_line..end_line (1-based, inclusive) of an ingested file, to read around a
+        cited hit. Longer ranges are cut at a line boundary to fit max_tokens."""
+        b = get_brain()
+        r = await call(lambda: b.read_source(path, start_line, end_line))
+        header = f"{r['path']}:{r['start_line']}-{r['end_line']} (of {r['total_lines']} lines)"
+        body = truncate_lines(r["text"], max_tokens - 40) if r["text"] else "(empty lines)"
+        return f"{header}\n{body or '(the first line alone is longer than max_tokens)'}"
+
+    return mcp
+
+
+def mount_mcp(app: FastAPI, mcp: MCPServer, host: str) -> None:
+    """Serve MCP's streamable HTTP transport at /mcp in `app`; the app's lifespan runs its session manager.
+
+    Stateless JSON mode: no server-side session to lose on restart and nothing held between calls.
+    """
+    sub = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host)
+    app.router.routes.extend(sub.routes)
+
+
+def run_stdio(settings: Settings) -> int:
+    """`brain mcp`: serve on stdin/stdout. stdout carries only protocol messages; logs go to stderr."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    from api.app import warm_up
+    brain = Brain(settings)
+    with contextlib.redirect_stdout(sys.stderr):  # a stray print while loading would corrupt the protocol
+        warm_up(brain)
+    build_mcp(lambda: brain).run("stdio")
+    return 0

@@ -1,0 +1,41 @@
+"""GET /kernels and POST /kernels/{problem}/run (wired to kernels.runner): CPU backends, errors, Busy -> 429."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("kernels.runner", reason="kernels/runner.py is not in this checkout")
+
+
+def test_list_kernels(client):
+    r = client.get("/kernels")
+    assert r.status_code == 200
+    body = r.json()
+    assert {"gemv", "gemm"} <= {p["name"] for p in body["problems"]}
+    assert any(b["problem"] == "gemv" and b["name"] == "reference" and b["runs_here"] for b in body["backends"])
+
+
+def test_run_reference_backend_on_cpu(client, key_header):
+    r = client.post("/kernels/gemv/run", headers=key_header,
+                    json={"backend": "torch", "shapes": {"m": 128, "k": 256, "l": 1}, "device": "cpu"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["problem"] == "gemv" and body["backend"] == "torch" and body["ok"] is True
+    assert body["results"][0]["shape"] == {"m": 128, "k": 256, "l": 1} and body["results"][0]["check"]["ok"]
+
+
+@pytest.mark.parametrize("url, payload, status, fragment", [
+    ("/kernels/nope/run", {"backend": "reference"}, 404, "nope"),
+    ("/kernels/gemv/run", {"backend": "nope"}, 404, "nope"),
+    ("/kernels/gemv/run", {"backend": "reference", "shapes": {"m": 128, "k": 100}}, 400, "multiple of 64"),
+])
+def test_run_errors(client, key_header, url, payload, status, fragment):
+    r = client.post(url, headers=key_header, json=payload)
+    assert r.status_code == status and fragment in r.json()["error"], r.text
+
+
+def test_busy_is_429(client, key_header):
+    from kernels import runner
+    with runner.run_slot():  # another run holds the GPU
+        r = client.post("/kernels/gemv/run", headers=key_header,
+                        json={"backend": "reference", "shapes": {"m": 128, "k": 256}, "device": "cpu"})
+    assert r.status_code == 429 and "in progress" in r.json()["error"]
