@@ -1,0 +1,23 @@
+"""NVFP4 CuTe DSL kernels for Hopper (sm_90a): registrations only.
+
+Nothing here imports cutlass; the registry imports the target module when a backend runs.
+"""
+
+from ..registry import register_backend
+
+register_backend(
+    "gemm", "sm90", target="kernels.sm90.gemm:run_gemm", capability=(9, 0),
+    description="packed e2m1 + e4m3 scales cp.async'd to smem; A decoded in registers, B once per CTA into smem; fp16 wgmma (fp32 acc)",
+)
+register_backend(
+    "dual_gemm", "sm90", target="kernels.sm90.gemm:run_dual_gemm", capability=(9, 0),
+    description="A decoded once for B1 and B2 (two wgmma accumulators), silu(x1)*x2 fused in the epilogue",
+)
+register_backend(
+    "group_gemm", "sm90", target="kernels.sm90.gemm:run_group_gemm", capability=(9, 0),
+    description="all groups in one launch (group table in device memory, CTA index ranges), M tails masked, wgmma",
+)
+register_backend(
+    "gemv", "sm90", target="kernels.sm90.gemv:run", capability=(9, 0),
+    description="CUDA-core gemv: streaming 128-bit loads (L1 no-allocate), shift/mask decode, fp16 block sums, fp32 acc",
+)

@@ -1,0 +1,88 @@
+"""Cross-compile the sm90 kernels for sm_90a (no GPU needed) and check their SASS.
+
+    python -m kernels.sm90.sass_check [--json]
+
+For every configuration the backends use, prints the SASS opcode counts that matter and the
+failures (missing instruction, register spills). Exit status 1 if any configuration fails.
+Run it in its own process: the DSL fixes its target arch when cutlass is first imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+os.environ["CUTE_DSL_ARCH"] = "sm_90a"
+# KeepCUBIN also writes the cubin into the DSL dump dir: keep it out of the working tree.
+os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="sm90_sass_"))
+
+from .. import cute_host  # noqa: E402
+from . import host  # noqa: E402
+
+# Instructions each kernel relies on: the tensor-core MMA (HGMMA = wgmma) and the cp.async
+# global->shared copies (LDGSTS) for the gemm family; for the CUDA-core gemv, the packed fp16
+# FMAs (HFMA2) and the 128-bit global loads.
+GEMM_REQUIRED = {"HGMMA": "tensor-core warpgroup MMA (wgmma)", "LDGSTS": "cp.async global -> shared",
+                 "HMUL2": "packed fp16 multiply applying the block scale in the decode"}
+GEMV_REQUIRED = {"HFMA2": "packed fp16 FMA of decoded products", "LDG": "global loads of A"}
+FORBIDDEN = {"STL": "register spill to local memory", "LDL": "register reload from local memory"}
+
+
+def configurations():
+    """(name, build) for every configuration the backends compile."""
+    # The tile widths the benchmark shapes pick (host.choose_tile_n): gemm N=7168 -> 56,
+    # group G=8 N=4096 -> 128, dual M=256 N=4096 -> 64, dual M=512 N=3072 -> 48.
+    gemm = host.gemm_config("gemm", 1, [7168])
+    group = host.gemm_config("group_gemm", [1, 2, 1, 1, 1, 2, 1, 2], [4096] * 8)
+    dual = host.gemm_config("dual_gemm", 2, [4096])
+    dual48 = host.gemm_config("dual_gemm", 4, [3072])
+    return [
+        ("gemm", lambda: host.compile_gemm_family(num_b=1, keep_cubin=True, **gemm)),
+        ("dual_gemm", lambda: host.compile_gemm_family(num_b=2, keep_cubin=True, **dual)),
+        ("dual_gemm_n48", lambda: host.compile_gemm_family(num_b=2, keep_cubin=True, **dual48)),
+        ("group_gemm", lambda: host.compile_gemm_family(num_b=1, keep_cubin=True, **group)),
+        ("gemv", lambda: host.compile_gemv(keep_cubin=True, **host.CONFIG["gemv"])),
+    ]
+
+
+def check(name, build) -> dict:
+    t0 = time.time()
+    _kernel, compiled = build()
+    sass = host.sass_of(compiled)
+    ops = cute_host.sass_opcodes(sass)
+    required = GEMV_REQUIRED if name == "gemv" else GEMM_REQUIRED
+    failures = [f"no {op} ({why})" for op, why in required.items() if ops[op] == 0]
+    failures += [f"{ops[op]} x {op} ({why})" for op, why in FORBIDDEN.items() if ops[op]]
+    if name != "gemv" and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") > 2:
+        failures.append("wgmma serialized: a full WARPGROUP.DEPBAR after each HGMMA")
+    if name == "gemv":
+        if not any("LDG" in line and ".128" in line for line in sass.splitlines()):
+            failures.append("no 128-bit global load of A")
+    keep = ("HMMA", "HGMMA", "LDGSTS", "LDS", "LDSM", "LDG", "STG", "HMUL2", "HFMA2", "LOP3", "SHF", "PRMT",
+            "BAR", "STL", "LDL")
+    return {"name": name, "targets": sorted(cute_host.sass_targets(sass)), "seconds": round(time.time() - t0, 1),
+            "counts": {op: ops[op] for op in keep if ops[op]}, "failures": failures}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true", help="one JSON report per line")
+    args = ap.parse_args()
+    ok = True
+    for name, build in configurations():
+        report = check(name, build)
+        ok &= not report["failures"]
+        if args.json:
+            print(json.dumps(report), flush=True)
+        else:
+            status = "ok" if not report["failures"] else "FAIL: " + "; ".join(report["failures"])
+            print(f"{name:<11} {','.join(report['targets'])} {report['seconds']:>5}s {report['counts']} {status}", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
