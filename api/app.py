@@ -21,23 +21,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api.batching import BatchingEmbedder
 from api.mcp_server import build_mcp, mount_mcp
 from api.routers import documents, kernels, meta, page, search, sources
-from brain import BrainError
+from brain import BrainError, NotFound, Unavailable
 from brain.config import Settings
 from brain.service import MAX_UPLOAD_BYTES, Brain
 
 log = logging.getLogger("api")
-# The core raises one exception class for users; these message openings mean "that thing does not exist"
-# and "the index itself is unusable (not the request's fault)".
-_NOT_FOUND = ("no ingested source", "no document")
-_UNAVAILABLE = ("the ingest manifest", "cannot open the Chroma store")
 # Any request body: an upload at the core's size limit plus multipart framing. Larger bodies get a 413
 # before they are read, so nobody can fill the disk through the multipart parser's spool files.
 MAX_BODY_BYTES = MAX_UPLOAD_BYTES + 64 * 1024
 
 
 def error_status(e: BrainError) -> int:
-    msg = str(e)
-    return 404 if msg.startswith(_NOT_FOUND) else 503 if msg.startswith(_UNAVAILABLE) else 400
+    return 404 if isinstance(e, NotFound) else 503 if isinstance(e, Unavailable) else 400
 
 
 class BodyLimit:

@@ -5,3 +5,11 @@ This package imports neither `api` nor `kernels`; the `brain` console entry poin
 
 class BrainError(Exception):
     """A problem the user can act on; the CLI and the API print its message, never a traceback."""
+
+
+class NotFound(BrainError):
+    """The thing asked for (a source, a document, a corpus) does not exist: HTTP 404."""
+
+
+class Unavailable(BrainError):
+    """The index itself cannot be used right now (store unreachable, manifest corrupt): HTTP 503."""

@@ -1,8 +1,9 @@
 """Incremental ingest: walk corpora, re-chunk and re-embed only files whose content changed.
 
-Order of writes for crash safety: new chunks are upserted (ids are content hashes, so a retry is
-idempotent), then stale chunks deleted, then the manifest replaced atomically. A run killed anywhere leaves
-at worst chunks the manifest does not list, which the next run deletes before doing anything else.
+Order of writes: new chunks are upserted (ids are content hashes, so a retry is idempotent), then the
+manifest is replaced atomically (the moment the change becomes visible: readers only see chunks the manifest
+lists), then stale chunks are deleted. A run killed anywhere leaves at worst chunks the manifest does not
+list, which readers ignore and the next run deletes before doing anything else.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from brain import BrainError
+from brain import BrainError, NotFound
 from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
 from brain.config import CorpusSpec, Settings
 from brain.embed import Embedder
@@ -57,6 +58,9 @@ def discover(spec: CorpusSpec) -> tuple[list[tuple[Path, str]], list[str]]:
         if any(p in _SKIP_DIRS or p.startswith(".") for p in rel_parts) or not path.is_file():
             continue
         rel = "/".join(rel_parts)
+        if not path.resolve().is_relative_to(root.resolve()):
+            skipped.append(f"{rel}: a link to a file outside the corpus")
+            continue
         if spec.include and not _matches(rel, spec.include):
             continue
         if spec.exclude and _matches(rel, spec.exclude):
@@ -114,9 +118,10 @@ class Ingester:
         # files gone from a corpus we just scanned (or whole corpora no longer listed, when pruning)
         scanned = {spec.name for spec in specs}
         gone = [k for k in m.files if k not in seen and (k.split(":", 1)[0] in scanned or prune_corpora)]
+        stale: list[str] = []  # deleted only once the new manifest is saved
         for key in gone:
             ids = m.files.pop(key)["ids"]
-            self.store.delete(ids)
+            stale += ids
             s.chunks_removed += len(ids)
             s.files_removed += 1
             changed = True
@@ -145,9 +150,9 @@ class Ingester:
         for key, digest, stat, chunks in new:
             old_ids = set(m.files.get(key, {}).get("ids", []))
             new_ids = [c.id for c in chunks]
-            stale = list(old_ids - set(new_ids))
-            self.store.delete(stale)
-            s.chunks_removed += len(stale)
+            replaced = old_ids - set(new_ids)
+            stale += replaced
+            s.chunks_removed += len(replaced)
             s.chunks_added += len(set(new_ids) - old_ids)
             m.files[key] = {"hash": digest, **stat, "ids": new_ids}
             s.files_changed += 1
@@ -159,7 +164,8 @@ class Ingester:
             m.chunker = CHUNKER_VERSION
             m.last_ingest = time.time()
             self.store.save_manifest(m)
-            self.rebuild_lexical(m.generation)
+            self.store.delete(stale)
+            self.rebuild_lexical(m)
         s.seconds = time.perf_counter() - t0
         return s
 
@@ -172,10 +178,10 @@ class Ingester:
         self.store.delete(orphans)
         return bool(orphans)
 
-    def rebuild_lexical(self, generation: int) -> LexicalIndex:
-        ids, docs, metas = self.store.records()
+    def rebuild_lexical(self, m: Manifest) -> LexicalIndex:
+        ids, docs, metas = self.store.records(m.ids())
         lex = LexicalIndex.build(ids, [f"{meta['context']}\n{doc}" for doc, meta in zip(docs, metas)])
-        self.store.save_lexical(lex, generation)
+        self.store.save_lexical(lex, m.generation)
         return lex
 
     def remove_corpus(self, name: str) -> Summary:
@@ -183,17 +189,18 @@ class Ingester:
         m = self.store.load_manifest()
         keys = [k for k in m.files if k.split(":", 1)[0] == name]
         if not keys and name not in m.corpora:
-            raise BrainError(f"no corpus named '{name}' (known: {', '.join(sorted(m.corpora)) or 'none'})")
+            raise NotFound(f"no corpus named '{name}' (known: {', '.join(sorted(m.corpora)) or 'none'})")
         s = Summary()
+        stale = []
         for key in keys:
-            ids = m.files.pop(key)["ids"]
-            self.store.delete(ids)
-            s.chunks_removed += len(ids)
+            stale += m.files.pop(key)["ids"]
             s.files_removed += 1
+        s.chunks_removed = len(stale)
         m.corpora.pop(name, None)
         m.generation += 1
         self.store.save_manifest(m)
-        self.rebuild_lexical(m.generation)
+        self.store.delete(stale)
+        self.rebuild_lexical(m)
         s.seconds = time.perf_counter() - t0
         return s
 

@@ -177,13 +177,21 @@ class Searcher:
 
     # ---- snapshot -----------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
+        """The index as of the current manifest: exactly the chunks it lists (a write in progress has
+        upserted chunks the manifest does not list yet; they stay invisible until it is saved)."""
         m = self.store.load_manifest()
         snap = self._snap
         if snap is not None and snap.generation == m.generation:
             return snap
         with self._lock:
-            if self._snap is None or self._snap.generation != m.generation:
-                ids, texts, metas = self.store.records()
+            for _ in range(5):
+                if self._snap is not None and self._snap.generation == m.generation:
+                    break
+                ids, texts, metas = self.store.records(m.ids())
+                after = self.store.load_manifest()
+                if after.generation != m.generation:  # a write landed while reading: read again
+                    m = after
+                    continue
                 lex = self.store.load_lexical(m.generation) or LexicalIndex.build(
                     ids, [f"{meta['context']}\n{t}" for t, meta in zip(texts, metas)])
                 self._snap = Snapshot(m.generation, ids, texts, metas, lex)
@@ -208,9 +216,10 @@ class Searcher:
                 out.append((i, 1.0 - dist))
         return out
 
-    def retrieve(self, query: str, f: Filters, mode: str, n: int = POOL) -> dict[str, list[tuple[str, float]]]:
+    def retrieve(self, query: str, f: Filters, mode: str, n: int = POOL,
+                 snap: Snapshot | None = None) -> dict[str, list[tuple[str, float]]]:
         """Each retriever's ranked (id, score) list for `query`: the raw material fusion works on."""
-        snap = self.snapshot()
+        snap = snap or self.snapshot()
         lists = {}
         if mode in ("bm25", "hybrid"):
             lists["bm25"] = self._bm25(snap, query, f, n)
@@ -230,14 +239,14 @@ class Searcher:
             raise BrainError("k must be between 1 and 100")
         f = (filters or Filters()).normalized()
         snap = self.snapshot()
-        lists = self.retrieve(query, f, mode)
+        lists = self.retrieve(query, f, mode, snap=snap)  # one snapshot for the whole query
         fused = fuse(lists, fusion)
         order = sorted(fused, key=lambda i: -fused[i])
-        hits = []
-        for i in order:
-            signals = {name: r + 1 for name, ranked in lists.items() for r, (j, _) in enumerate(ranked) if j == i}
-            hits.append(Hit(i, fused[i], snap.texts[snap.pos[i]], snap.metas[snap.pos[i]], signals))
-        hits = collapse_duplicates(hits)[:k]
+        hits = collapse_duplicates((Hit(i, fused[i], snap.texts[snap.pos[i]], snap.metas[snap.pos[i]])
+                                    for i in order), k)
+        ranks = {name: {j: r for r, (j, _) in enumerate(ranked, 1)} for name, ranked in lists.items()}
+        for h in hits:
+            h.signals = {name: r[h.id] for name, r in ranks.items() if h.id in r}
         return [expand_short(snap, h) for h in hits] if expand else hits
 
     def pitfall(self, error_text: str, k: int = 5, filters: Filters | None = None,
@@ -330,11 +339,14 @@ def expand_short(snap: "Snapshot", hit: Hit) -> Hit:
     return Hit(hit.id, hit.score, f"{hit.text}\n\n{snap.texts[p + 1]}", merged, {**hit.signals, "expanded": True})
 
 
-def collapse_duplicates(hits: list[Hit]) -> list[Hit]:
-    """Drop a hit whose lines lie inside a better-ranked hit of the same file, or whose text repeats one."""
+def collapse_duplicates(hits, k: int | None = None) -> list[Hit]:
+    """Drop a hit whose lines lie inside a better-ranked hit of the same file, or whose text repeats one;
+    stop once `k` are kept."""
     kept: list[Hit] = []
     seen_text: set[str] = set()
     for h in hits:
+        if k is not None and len(kept) >= k:
+            break
         norm = re.sub(r"\s+", " ", h.text).strip().lower()
         if norm in seen_text:
             continue

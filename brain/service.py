@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from brain import BrainError
+from brain import BrainError, NotFound
 from brain.chunking import SUPPORTED_SUFFIXES, UnsupportedFile, chunk_text
 from brain.config import CorpusSpec, Settings, default_corpora
 from brain.embed import Embedder
@@ -118,7 +118,7 @@ class Brain:
         matches = [k for k in m.files if self._display(k) == path] or \
                   [k for k in m.files if k.split(":", 1)[1] == path]
         if not matches:
-            raise BrainError(f"no ingested source '{path}' (GET /sources lists them)")
+            raise NotFound(f"no ingested source '{path}' (GET /sources lists them)")
         if len(matches) > 1:
             raise BrainError(f"'{path}' is in several corpora: ask for one of "
                              + ", ".join(self._display(k) for k in matches))
@@ -128,7 +128,7 @@ class Brain:
         if root.is_dir() and not file.is_relative_to(root):  # a symlink pointing out of the corpus
             raise BrainError(f"'{path}' resolves outside its corpus")
         if not file.is_file():
-            raise BrainError(f"'{path}' was ingested but is no longer on disk; run `brain ingest`")
+            raise NotFound(f"'{path}' was ingested but is no longer on disk; run `brain ingest`")
         return file
 
     def read_source(self, path: str, start: int | None = None, end: int | None = None) -> dict:
@@ -198,7 +198,7 @@ class Brain:
             corpus, _, name = path.strip("/").partition("/")
             key = f"{corpus}:{name}"
             if key not in m.files:
-                raise BrainError(f"no document '{path}' (GET /sources lists them)")
+                raise NotFound(f"no document '{path}' (GET /sources lists them)")
             folder = self.uploads_dir(corpus)
             if Path(m.corpora[corpus]["root"]).resolve() != folder.resolve():
                 raise BrainError(f"'{path}' belongs to a corpus on disk; only uploaded documents can be deleted")

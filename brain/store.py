@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from brain import BrainError
+from brain import BrainError, Unavailable
 from brain.chunking import Chunk
 from brain.config import Settings
 from brain.lexical import LexicalIndex
@@ -96,7 +96,7 @@ class Store:
                 raise
             except Exception as e:  # connection refused, corrupt folder, ...
                 where = self.settings.chroma_url or str(self.home / "chroma")
-                raise BrainError(f"cannot open the Chroma store at {where}: {e}") from None
+                raise Unavailable(f"cannot open the Chroma store at {where}: {e}") from None
         return self._collection
 
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
@@ -119,14 +119,16 @@ class Store:
                 return out
             offset += _PAGE
 
-    def records(self) -> tuple[list[str], list[str], list[dict]]:
-        """Every stored chunk: (ids, texts, metadatas), ordered by source and line."""
+    def records(self, only: set[str] | None = None) -> tuple[list[str], list[str], list[dict]]:
+        """Stored chunks (those in `only`, if given): (ids, texts, metadatas), ordered by source and line."""
         ids, docs, metas, offset = [], [], [], 0
         while True:
             page = self.collection.get(include=["documents", "metadatas"], limit=_PAGE, offset=offset)
-            ids += page["ids"]
-            docs += page["documents"]
-            metas += page["metadatas"]
+            for i, doc, meta in zip(page["ids"], page["documents"], page["metadatas"]):
+                if only is None or i in only:
+                    ids.append(i)
+                    docs.append(doc)
+                    metas.append(meta)
             if len(page["ids"]) < _PAGE:
                 break
             offset += _PAGE
@@ -145,7 +147,7 @@ class Store:
             return Manifest(raw["generation"], raw.get("model", ""), raw.get("chunker", 0), raw.get("last_ingest"),
                             raw.get("corpora", {}), raw["files"])
         except (ValueError, KeyError, TypeError) as e:
-            raise BrainError(f"the ingest manifest {self.manifest_path} is corrupt ({e}); "
+            raise Unavailable(f"the ingest manifest {self.manifest_path} is corrupt ({e}); "
                              f"run `brain ingest --rebuild` to re-create the index") from None
 
     def save_manifest(self, m: Manifest) -> None:
