@@ -4,7 +4,7 @@
 2. Re-ingest of the unchanged shipped corpus (docs_corpus/ + kernels/).
 3. Re-ingest of an unchanged 1,000-file generated corpus.
 
-Usage: python bench/ingest_bench.py [--files 1000]      (uses temporary BRAIN_HOMEs; prints a table)
+Usage: python bench/ingest_bench.py [--files 1000] [--sections 1]   (temporary BRAIN_HOMEs; prints a table)
 """
 from __future__ import annotations
 
@@ -16,15 +16,16 @@ from pathlib import Path
 from brain.chunking import chunk_file
 from brain.config import CorpusSpec, Settings, default_corpora
 from brain.service import Brain
-from bench.synthetic import write_corpus
+from synthetic import write_corpus  # bench/synthetic.py, beside this script
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--sections", type=int, default=1, help="sections per generated file")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="brain-bench-"))
-    corpus = write_corpus(tmp / "generated", args.files)
+    corpus = write_corpus(tmp / "generated", args.files, args.sections)
 
     brain = Brain(Settings(home=tmp / "home-gen"))
     brain.embedder.encode(["warm-up"])  # model load is not ingest work
