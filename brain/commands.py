@@ -12,7 +12,9 @@ import textwrap
 from pathlib import Path
 
 from brain import BrainError
+from brain.chunking import SUPPORTED_SUFFIXES
 from brain.config import CorpusSpec, Settings, default_corpora
+from brain.ingest import discover
 from brain.search import MODES, Filters
 from brain.service import Brain
 from brain.store import Store
@@ -99,7 +101,11 @@ def specs_from(args, store: Store) -> list[CorpusSpec]:
             raise BrainError(f"path does not exist: {path}")
         name = args.corpus or next((n for n, c in known.items() if c["root"] == str(root)), None)
         name = name or (root.name if root.is_dir() else root.parent.name)
-        specs.append(CorpusSpec(name, root, tuple(args.include), tuple(args.exclude)))
+        spec = CorpusSpec(name, root, tuple(args.include), tuple(args.exclude))
+        if not discover(spec)[0]:
+            raise BrainError(f"nothing to ingest under {path}: no {', '.join(SUPPORTED_SUFFIXES)} files "
+                             "(after --include/--exclude)")
+        specs.append(spec)
     if args.corpus and len(specs) > 1:
         raise BrainError("--corpus names one corpus: give one PATH with it")
     return specs

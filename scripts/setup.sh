@@ -21,7 +21,7 @@ pip() { .venv/bin/python -m pip -q --disable-pip-version-check "$@" 2> >(grep -v
 if ! .venv/bin/python -W ignore -c 'import torch' 2>/dev/null; then
   # CPU wheel: a plain `pip install torch` would pull a multi-GB CUDA build.
   pip install "torch==2.13.0"
-  .venv/bin/python -c 'import torch' || { echo "torch could not be installed" >&2; exit 1; }
+  .venv/bin/python -W ignore -c 'import torch' || { echo "torch could not be installed" >&2; exit 1; }
 fi
 # Pin whatever torch we now have so no dependency can swap it for a CUDA build.
 .venv/bin/python -W ignore -c 'import torch; print("torch==" + torch.__version__)' > .venv/torch-constraint.txt

@@ -48,6 +48,7 @@ def test_chunks_json_has_same_fields(home):
     (("ingest", "/no/such/path"), "does not exist"),
     (("snippets", "no-such-pattern"), "unknown pattern"),
     (("search", "x", "--k", "0"), "k must be"),
+    (("ingest", "tests/__pycache__/no-such-dir-for-sure"), "does not exist"),
 ])
 def test_errors_are_one_line(home, args, message):
     r = brain_cli(*args, home=home)
@@ -67,3 +68,9 @@ def test_stats_and_patterns(home):
     assert st["documents"] >= 5 and st["chunks"] > 50 and "docs_corpus" in st["corpora"]
     rows = json.loads(brain_cli("patterns", "--json", home=home).stdout)
     assert {"s2t-copy", "tma-load", "pipeline-setup", "tmem-alloc"} <= {r["pattern"] for r in rows}
+
+
+def test_empty_corpus_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    r = brain_cli("ingest", str(tmp_path / "empty"), home=tmp_path / "home")
+    assert r.returncode == 2 and "nothing to ingest" in r.stderr and "Traceback" not in r.stderr
