@@ -1,5 +1,4 @@
 """Incremental ingest: add, change, delete, unchanged, killed midway, bad input."""
-import json
 import os
 import signal
 import subprocess

@@ -1,5 +1,4 @@
 """Retrieval engine: fusion arithmetic, error routing, filters, dedup, and the shipped evaluation targets."""
-import json
 from pathlib import Path
 
 import pytest

@@ -7,10 +7,10 @@ and then only between lines.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from brain.chunking import MAX_CHARS, SECTION_SEP, Chunk
+from brain.chunking import SECTION_SEP, Chunk
+from brain.chunking.sections import Block, group_sections, pack_blocks, section_pieces
 from brain.taxonomy import classify_kind, detect_tags
 from brain.textfix import repair_mojibake
 
@@ -18,15 +18,6 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
-
-
-@dataclass
-class Block:
-    kind: str  # heading | fence | table | prose
-    start: int  # 0-based, inclusive
-    end: int
-    level: int = 0
-    title: str = ""
 
 
 def _fence_end(lines: list[str], i: int) -> int:
@@ -81,38 +72,6 @@ def scan_blocks(lines: list[str]) -> list[Block]:
     return blocks
 
 
-def split_prose(block: Block, lines: list[str]) -> list[Block]:
-    """Cut a prose block larger than the cap between lines (long lists written without blank lines)."""
-    out, start, size = [], block.start, 0
-    for j in range(block.start, block.end + 1):
-        size += len(lines[j]) + 1
-        if size > MAX_CHARS and j > start:
-            out.append(Block("prose", start, j - 1))
-            start, size = j, len(lines[j]) + 1
-    out.append(Block("prose", start, block.end))
-    return out
-
-
-def pack_blocks(blocks: list[Block], lines: list[str]) -> list[tuple[int, int]]:
-    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS, never cutting a block.
-    A sentence that introduces the block after it ("... as follows:") moves with that block."""
-    groups: list[list[Block]] = []
-    size = 0
-    for b in blocks:
-        n = sum(len(lines[j]) + 1 for j in range(b.start, b.end + 1))
-        if groups and size + n > MAX_CHARS:
-            cur = groups[-1]
-            lead_in = cur[-1] if len(cur) > 1 and cur[-1].kind == "prose" and b.kind != "prose" \
-                and lines[cur[-1].end].rstrip().endswith(":") else None
-            groups.append([cur.pop()] if lead_in else [])
-            size = sum(len(lines[j]) + 1 for x in groups[-1] for j in range(x.start, x.end + 1))
-        if not groups:
-            groups.append([])
-        groups[-1].append(b)
-        size += n
-    return [(g[0].start, g[-1].end) for g in groups if g]
-
-
 def chunk_markdown(text: str, source: str, title: str | None = None, line_offset: int = 0) -> list[Chunk]:
     """Chunk markdown `text`; `line_offset` shifts line numbers when the text starts inside a file (front matter)."""
     lines = [repair_mojibake(line) for line in text.splitlines()]
@@ -120,38 +79,13 @@ def chunk_markdown(text: str, source: str, title: str | None = None, line_offset
     if title is None:
         first_h1 = next((b for b in blocks if b.kind == "heading" and b.level == 1), None)
         title = first_h1.title if first_h1 else PurePosixPath(source).stem
-    # Group blocks into sections: (heading path, heading block or None, body blocks)
-    sections: list[tuple[list[str], Block | None, list[Block]]] = [([], None, [])]
-    stack: list[tuple[int, str]] = []
-    for b in blocks:
-        if b.kind == "heading":
-            stack = [(lvl, t) for lvl, t in stack if lvl < b.level] + [(b.level, b.title)]
-            sections.append(([t for _, t in stack], b, []))
-        else:
-            sections[-1][2].extend(split_prose(b, lines) if b.kind == "prose" else [b])
-
     chunks = []
-    carried: int | None = None  # first line of heading-only sections waiting for the next section's text
-    for n_section, (path, heading, body) in enumerate(sections):
-        if not body:
-            # a heading with nothing under it often says something ("Estimate: 1.25x - 1.40x"): it opens the
-            # next section's first chunk, or stands alone at the end of the file
-            if heading is not None and carried is None:
-                carried = heading.start
-            if heading is None or n_section < len(sections) - 1:
-                continue
-            body = [Block("heading", heading.start, heading.end)]
-        if not path or path[0] != title:
-            path = [title] + path
+    for path, start, end in section_pieces(group_sections(blocks, lines), title, lambda body: pack_blocks(body, lines)):
         section = SECTION_SEP.join(path)
-        for n, (start, end) in enumerate(pack_blocks(body, lines)):
-            if n == 0:
-                start = min(x for x in (start, carried, heading.start if heading else None) if x is not None)
-                carried = None
-            piece = "\n".join(lines[start:end + 1]).strip("\n")
-            chunks.append(Chunk(
-                text=piece, source=source, start_line=start + 1 + line_offset, end_line=end + 1 + line_offset,
-                section=section, kind=classify_kind(section, piece), language="markdown",
-                tags=detect_tags(SECTION_SEP.join(path[1:]), piece), title=title, context=section,
-            ))
+        piece = "\n".join(lines[start:end + 1]).strip("\n")
+        chunks.append(Chunk(
+            text=piece, source=source, start_line=start + 1 + line_offset, end_line=end + 1 + line_offset,
+            section=section, kind=classify_kind(section, piece), language="markdown",
+            tags=detect_tags(SECTION_SEP.join(path[1:]), piece), title=title, context=section,
+        ))
     return chunks

@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from brain.chunking import MAX_CHARS, SECTION_SEP, Chunk
-from brain.chunking.markdown import Block, pack_blocks, split_prose
+from brain.chunking import SECTION_SEP, Chunk
+from brain.chunking.sections import Block, group_sections, pack_blocks, section_pieces
 from brain.taxonomy import classify_kind, detect_tags
 from brain.textfix import repair_mojibake
 
@@ -254,42 +254,17 @@ def chunk_rst(text: str, source: str) -> list[Chunk]:
     first = next((b for b in blocks if b.kind == "heading"), None)
     title = _plain(_expand(first.title, substitutions)) if first else PurePosixPath(source).stem
 
-    # sections: (heading path, heading block or None, body blocks)
-    sections: list[tuple[list[str], Block | None, list[Block]]] = [([], None, [])]
-    stack: list[tuple[int, str]] = []
-    for b in blocks:
-        if b.kind == "heading":
-            name = _plain(_expand(b.title, substitutions))
-            stack = [(lvl, t) for lvl, t in stack if lvl < b.level] + [(b.level, name)]
-            sections.append(([t for _, t in stack], b, []))
-        else:
-            sections[-1][2].extend(split_prose(b, lines) if b.kind == "prose" else [b])
-
+    sections = group_sections(blocks, lines, name=lambda b: _plain(_expand(b.title, substitutions)))
     chunks: list[Chunk] = []
-    carried: int | None = None  # first line of heading-only sections waiting for the next section's text
-    for n_section, (path, heading, body) in enumerate(sections):
-        if not body:
-            # as in markdown: a heading with nothing under it opens the next section's first piece, or
-            # stands alone at the end of the file
-            if heading is not None and carried is None:
-                carried = heading.start
-            if heading is None or n_section < len(sections) - 1:
-                continue
-            body = [Block("heading", heading.start, heading.end)]
-        if not path or path[0] != title:
-            path = [title] + path
+    for path, start, end in section_pieces(sections, title, lambda body: _pieces(body, lines, label_starts)):
         section = SECTION_SEP.join(path)
-        for n, (start, end) in enumerate(_pieces(body, lines, label_starts)):
-            # the labels this piece is about: the one it starts inside, and any that start within it
-            about = [label for s, e, label in labels if s <= end and e >= start]
-            if n == 0:  # the first piece shows its heading (and any heading-only sections before it)
-                start = min(x for x in (start, carried, heading.start if heading else None) if x is not None)
-                carried = None
-            piece = _expand("\n".join(lines[start:end + 1]).strip("\n"), substitutions)
-            context = SECTION_SEP.join([section] + [_plain(_expand(a, substitutions)) for a in about])
-            chunks.append(Chunk(
-                text=piece, source=source, start_line=start + 1, end_line=end + 1,
-                section=section, kind=classify_kind(section, piece), language="rst",
-                tags=detect_tags(SECTION_SEP.join(path[1:]), piece), title=title, context=context,
-            ))
+        # the labels this piece is about: the one it starts inside, and any that start within it
+        about = [label for s, e, label in labels if s <= end and e >= start]
+        piece = _expand("\n".join(lines[start:end + 1]).strip("\n"), substitutions)
+        context = SECTION_SEP.join([section] + [_plain(_expand(a, substitutions)) for a in about])
+        chunks.append(Chunk(
+            text=piece, source=source, start_line=start + 1, end_line=end + 1,
+            section=section, kind=classify_kind(section, piece), language="rst",
+            tags=detect_tags(SECTION_SEP.join(path[1:]), piece), title=title, context=context,
+        ))
     return chunks

@@ -18,7 +18,6 @@ not been run on a Blackwell GPU by this project.
 
 from __future__ import annotations
 
-from typing import Tuple
 
 import cuda.bindings.driver as cuda
 
