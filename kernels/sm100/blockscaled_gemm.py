@@ -18,7 +18,6 @@ not been run on a Blackwell GPU by this project.
 
 from __future__ import annotations
 
-
 import cuda.bindings.driver as cuda
 
 import cutlass
