@@ -6,6 +6,7 @@ Dense hits outside the snapshot (chunks written by an ingest still running) are 
 """
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from brain.config import Settings
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex, tokenize
 from brain.store import Store
-from brain.taxonomy import resolve_kind, resolve_tag
+from brain.patterns import PATTERNS
+from brain.taxonomy import KINDS, TAGS, resolve_kind, resolve_tag
 
 MODES = ("bm25", "dense", "hybrid")
 RRF_K = 60
@@ -90,6 +92,23 @@ class Snapshot:
         self.lexical = lexical
         if lexical.ids != ids:  # lexical order must match the snapshot's for the filter mask
             self.lexical = LexicalIndex.build(ids, [f"{m['context']}\n{t}" for t, m in zip(texts, metas)])
+
+    @functools.cached_property
+    def vocabulary(self) -> dict[str, set[str]]:
+        """Values each filter can take in this snapshot (plus the whole controlled vocabulary)."""
+        def split(key: str) -> set[str]:
+            return {v for m in self.metas for v in m[key].split(",") if v}
+        return {"kind": set(KINDS) | split("kind"), "tag": set(TAGS) | split("tags"),
+                "language": split("language"), "corpus": split("corpus"),
+                "pattern": set(PATTERNS) | split("patterns")}
+
+    def check(self, f: Filters) -> None:
+        """A filter value the index has never seen is a typo: say so, with the known values, rather than
+        answer with nothing."""
+        for name, known in self.vocabulary.items():
+            value = getattr(f, name)
+            if value and value not in known:
+                raise BrainError(f"unknown {name} '{value}'; known: {', '.join(sorted(known)) or 'none'}")
 
     def mask(self, f: Filters) -> np.ndarray:
         return np.fromiter((f.accepts(m) for m in self.metas), dtype=bool, count=len(self.metas))
@@ -238,6 +257,7 @@ class Searcher:
             raise BrainError("k must be between 1 and 100")
         f = (filters or Filters()).normalized()
         snap = self.snapshot()
+        snap.check(f)
         lists = self.retrieve(query, f, mode, snap=snap)  # one snapshot for the whole query
         fused = fuse(lists, fusion)
         order = sorted(fused, key=lambda i: -fused[i])

@@ -108,3 +108,10 @@ def test_neighbour_expansion_appends_the_rest_of_a_short_section(shipped_brain):
             assert hit.meta["end_line"] == nxt["end_line"]
             return
     pytest.skip("no short chunk with a same-section neighbour in the shipped corpus")
+
+
+def test_unknown_filter_values_are_named(shipped_brain):
+    with pytest.raises(BrainError, match="unknown kind 'lessonz'"):
+        shipped_brain.search("tma", filters=Filters(kind="lessonz"))
+    with pytest.raises(BrainError, match="unknown corpus 'nope'"):
+        shipped_brain.search("tma", filters=Filters(corpus="nope"))

@@ -1,19 +1,15 @@
 """Reads that rank: /search, /pitfalls, /snippets, /context (GET for links and curl, POST for long text)."""
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
 from api.deps import get_brain
-from brain import BrainError
 from brain.context import MAX_BUDGET, MIN_BUDGET, build_context
-from brain.patterns import PATTERNS
-from brain.search import Filters, Snapshot
+from brain.search import Filters
 from brain.service import Brain
-from brain.taxonomy import KINDS, TAGS
 
 router = APIRouter(tags=["search"])
 
@@ -30,26 +26,9 @@ class FilterFields(BaseModel):
     language: str | None = Field(None, max_length=32, description="markdown, python, rst")
     corpus: str | None = Field(None, max_length=64)
 
-    def filters(self, brain: Brain, pattern: str | None = None) -> Filters:
-        """Filters, with kind/tag/language/corpus checked against the index: a typo gets a 400 naming the
-        known values instead of a silently empty result."""
-        f = Filters(self.kind, self.tag, self.source, self.language, self.corpus, pattern)
-        norm = f.normalized()
-        known = vocabulary(brain.searcher.snapshot())
-        for field in ("kind", "tag", "language", "corpus", "pattern"):
-            value = getattr(norm, field)
-            if value and value not in known[field]:
-                raise BrainError(f"unknown {field} '{value}'; known: {', '.join(sorted(known[field])) or 'none'}")
-        return f
-
-
-@lru_cache(maxsize=4)
-def vocabulary(snap: Snapshot) -> dict[str, set[str]]:
-    """Values each filter can take in this snapshot (cached per snapshot: it is immutable)."""
-    def split(key: str) -> set[str]:
-        return {v for m in snap.metas for v in m[key].split(",") if v}
-    return {"kind": set(KINDS) | split("kind"), "tag": set(TAGS) | split("tags"),
-            "language": split("language"), "corpus": split("corpus"), "pattern": set(PATTERNS) | split("patterns")}
+    def filters(self, pattern: str | None = None) -> Filters:
+        """The core checks the values against the index (a typo is a 400 naming the known values)."""
+        return Filters(self.kind, self.tag, self.source, self.language, self.corpus, pattern)
 
 
 def filter_query(kind: str | None = Query(None, max_length=64, description=FilterFields.model_fields["kind"].description),
@@ -76,30 +55,30 @@ class PitfallRequest(FilterFields):
 def search_get(q: str = Query(..., min_length=1, max_length=MAX_QUERY), k: int = Query(5, ge=1, le=50),
                mode: Mode = "hybrid", pattern: str | None = Query(None, max_length=64),
                f: FilterFields = Depends(filter_query), brain: Brain = Depends(get_brain)) -> dict:
-    return brain.search(q, k, f.filters(brain, pattern), mode)
+    return brain.search(q, k, f.filters(pattern), mode)
 
 
 @router.post("/search", summary="hybrid search, fields in a JSON body")
 def search_post(req: SearchRequest, brain: Brain = Depends(get_brain)) -> dict:
-    return brain.search(req.q, req.k, req.filters(brain, req.pattern), req.mode)
+    return brain.search(req.q, req.k, req.filters(req.pattern), req.mode)
 
 
 @router.get("/pitfalls", summary="the rules that explain an error message")
 def pitfalls_get(error: str = Query(..., min_length=1, max_length=MAX_QUERY), k: int = Query(3, ge=1, le=20),
                  f: FilterFields = Depends(filter_query), brain: Brain = Depends(get_brain)) -> dict:
-    return brain.pitfall(error, k, f.filters(brain))
+    return brain.pitfall(error, k, f.filters())
 
 
 @router.post("/pitfalls", summary="the rules that explain an error: paste a whole traceback in the body")
 def pitfalls_post(req: PitfallRequest, brain: Brain = Depends(get_brain)) -> dict:
-    return brain.pitfall(req.error, req.k, req.filters(brain))
+    return brain.pitfall(req.error, req.k, req.filters())
 
 
 @router.get("/snippets", summary="code regions of the reference kernels carrying a pattern (see /patterns)")
 def snippets(pattern: str = Query(..., min_length=1, max_length=64), q: str | None = Query(None, max_length=MAX_QUERY),
              k: int = Query(5, ge=1, le=50), f: FilterFields = Depends(filter_query),
              brain: Brain = Depends(get_brain)) -> dict:
-    return brain.snippets(pattern, q, k, f.filters(brain))
+    return brain.snippets(pattern, q, k, f.filters())
 
 
 @router.get("/context", summary="best passages packed into one cited text within a token budget")
@@ -108,4 +87,4 @@ def context(q: str = Query(..., min_length=1, max_length=MAX_QUERY),
                                        description="upper bound on the text's tokens (counted pessimistically)"),
             k: int = Query(10, ge=1, le=50, description="passages considered"),
             f: FilterFields = Depends(filter_query), brain: Brain = Depends(get_brain)) -> dict:
-    return build_context(brain, q, budget_tokens, k, f.filters(brain))
+    return build_context(brain, q, budget_tokens, k, f.filters())
