@@ -300,6 +300,7 @@ class Searcher:
             hits = self.search(query, k=min(100, max(3 * k, 30)), filters=f)
         else:
             nf = f.normalized()
+            snap.check(nf)
             hits = [Hit(i, 0.0, t, m) for i, t, m in zip(snap.ids, snap.texts, snap.metas) if nf.accepts(m)]
         # explicit markers first, each group in retrieval (or file) order
         hits.sort(key=lambda h: not h.meta.get("region", False))

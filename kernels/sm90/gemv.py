@@ -13,7 +13,7 @@ def run(data):
     k = half_k * 2
     if k % 64:
         raise UnsupportedShape(f"gemv (sm90): K={k} must be a multiple of 64")
-    _kernel, compiled = host.compile_gemv(**host.CONFIG["gemv"])
+    _kernel, compiled = host.compile_gemv(**host.gemv_config(k))
 
     def build_args():
         args = [host.operand_address("a", a, m, half_k, l), host.operand_address("b", b, B_ROWS, half_k, l),
