@@ -359,21 +359,22 @@ def expand_short(snap: "Snapshot", hit: Hit) -> Hit:
     return Hit(hit.id, hit.score, f"{hit.text}\n\n{snap.texts[p + 1]}", merged, {**hit.signals, "expanded": True})
 
 
+NEAR_DUPLICATE = 0.9  # word-set Jaccard above which two passages say the same thing (copied sections)
+
+
 def collapse_duplicates(hits, k: int | None = None) -> list[Hit]:
-    """Drop a hit whose lines lie inside a better-ranked hit of the same file, or whose text repeats one;
-    stop once `k` are kept."""
-    kept: list[Hit] = []
-    seen_text: set[str] = set()
+    """Drop a hit whose lines lie inside a better-ranked hit of the same file, or whose words nearly all
+    repeat a better-ranked hit's (the same section pasted into two worklogs); stop once `k` are kept."""
+    kept: list[tuple[Hit, set[str]]] = []
     for h in hits:
         if k is not None and len(kept) >= k:
             break
-        norm = re.sub(r"\s+", " ", h.text).strip().lower()
-        if norm in seen_text:
-            continue
         m = h.meta
-        if any(k.meta["corpus"] == m["corpus"] and k.meta["source"] == m["source"]
-               and k.meta["start_line"] <= m["start_line"] and m["end_line"] <= k.meta["end_line"] for k in kept):
+        if any(o.meta["corpus"] == m["corpus"] and o.meta["source"] == m["source"]
+               and o.meta["start_line"] <= m["start_line"] and m["end_line"] <= o.meta["end_line"] for o, _ in kept):
             continue
-        seen_text.add(norm)
-        kept.append(h)
-    return kept
+        words = set(re.findall(r"\w+", h.text.lower()))
+        if any(len(words & w) >= NEAR_DUPLICATE * len(words | w) for _, w in kept):
+            continue
+        kept.append((h, words))
+    return [h for h, _ in kept]

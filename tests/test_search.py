@@ -43,6 +43,11 @@ def test_collapse_duplicates_keeps_the_better_ranked_container():
     twin = Hit("3", 0.8, "Big   passage", {**meta, "source": "other.md", "start_line": 1, "end_line": 3})
     other = Hit("4", 0.7, "elsewhere", {**meta, "start_line": 30, "end_line": 40})
     assert [h.id for h in collapse_duplicates([outer, inner, twin, other])] == ["1", "4"]
+    words = " ".join(f"w{i}" for i in range(30))
+    near = Hit("5", 0.9, words, {**meta, "source": "a.md", "start_line": 1, "end_line": 2})
+    near_copy = Hit("6", 0.8, words + " extra", {**meta, "source": "b.md", "start_line": 1, "end_line": 2})
+    assert [h.id for h in collapse_duplicates([near, near_copy, other])] == ["5", "4"]
+    assert [h.id for h in collapse_duplicates([outer, other, near], k=2)] == ["1", "4"]
 
 
 def test_filters_resolve_aliases(shipped_brain):
