@@ -11,7 +11,8 @@ L1, several rows in flight per warp, and a decode cheap enough to stay under the
   sums 8 products of magnitude <= 36 * 2^-14, multiples of 2^-16, whose partial sums stay
   below 2^-5 and are therefore exact in fp16;
 - each block's partial sum goes to fp32 and is multiplied by sfa * sfb (fp32 accumulation).
-Work split: one warp per ROWS_PER_WARP rows; each lane owns 32 consecutive K values (16 bytes
+Work split (rows_per_warp x unroll chosen per K by host.gemv_config: 4 x 2 or 8 x 1, eight
+16-byte loads of A per lane either way): one warp per ROWS_PER_WARP rows; each lane owns 32 consecutive K values (16 bytes
 of A, two scale bytes) per step, so a warp step covers 1024 K values with 512-byte coalesced
 row segments; UNROLL steps are loaded before any is computed, and partial sums are reduced
 across the warp with butterfly shuffles.
@@ -47,38 +48,6 @@ def ldg_128_stream(addr: Int64):
     """128-bit load read once: non-coherent path, no L1 allocation."""
     return cute.arch.inline_ptx(
         "ld.global.nc.L1::no_allocate.v4.u32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}];",
-        write_only_types=[Uint32, Uint32, Uint32, Uint32],
-        read_only_args=[addr],
-    )
-
-
-@cute.jit
-def ldg_128_stream_l2(addr: Int64):
-    """ldg_128_stream with an L2 prefetch-size hint of 256 bytes."""
-    return cute.arch.inline_ptx(
-        "ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}];",
-        write_only_types=[Uint32, Uint32, Uint32, Uint32],
-        read_only_args=[addr],
-    )
-
-
-@cute.jit
-def ldg_128_evict_first(addr: Int64):
-    """128-bit load with the streaming (evict-first) cache operator (A is read once)."""
-    return cute.arch.inline_ptx(
-        "ld.global.cs.v4.u32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}];",
-        write_only_types=[Uint32, Uint32, Uint32, Uint32],
-        read_only_args=[addr],
-    )
-
-
-@cute.jit
-def ldg_128_evict_first_policy(addr: Int64):
-    """ldg_128_stream with an L2 evict-first cache policy: the lines of A (read once) are the
-    first L2 victims, instead of lines other kernels still need (or dirty ones to write back)."""
-    return cute.arch.inline_ptx(
-        "{ .reg .b64 pol; createpolicy.fractional.L2::evict_first.b64 pol, 1.0; "
-        "ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}], pol; }",
         write_only_types=[Uint32, Uint32, Uint32, Uint32],
         read_only_args=[addr],
     )
@@ -134,39 +103,22 @@ def _scales_f16x2(sf2: Uint32):
 
 
 class Fp4GemvSm90:
-    def __init__(self, rows_per_warp: int = ROWS_PER_WARP, unroll: int = UNROLL, pipe: int = 0,
-                 ctas_per_sm: int = 0, sm_count: int = 132, warps: int = WARPS_PER_CTA, hint: int = 0,
-                 diag: int = 0, stagger: int = 0, min_ctas: int = 0):
-        self.rows_per_warp, self.unroll = rows_per_warp, unroll
-        # warps per CTA; hint: A load variant (0 plain no-allocate, 1 + L2::256B prefetch hint,
-        # 2 ld.global.cs, 3 L2 evict-first cache policy); stagger=1 starts each warp's K walk
-        # at a different K slice (rotated by row group) so concurrent warps spread over DRAM
-        # channels instead of all reading the same K window of 8 KB-strided rows; diag=1 skips the math (wrong results: memory-time probe only).
-        self.warps, self.hint, self.diag, self.stagger = warps, hint, diag, stagger
-        # min_ctas > 0: ask ptxas for that many resident CTAs per SM (caps registers per thread).
-        self.min_ctas = min_ctas
+    def __init__(self, rows_per_warp: int = ROWS_PER_WARP, unroll: int = UNROLL, warps: int = WARPS_PER_CTA,
+                 diag: int = 0):
+        self.rows_per_warp, self.unroll, self.warps = rows_per_warp, unroll, warps
+        # diag=1 skips the math (wrong results): the time of the loads alone, a probe of the
+        # memory floor of this access pattern (see the worklog), never used by the backend.
+        self.diag = diag
         self.rows_per_cta = warps * rows_per_warp
-        # pipe=1: kernel_pipe (flattened (row group, k step) loop per warp, loads of step s+1
-        # issued before the math of step s); ctas_per_sm > 0 caps the grid at that many CTAs
-        # per SM (persistent warps stride over row groups, so the prefetch spans row groups too).
-        self.pipe, self.ctas_per_sm, self.sm_count = pipe, ctas_per_sm, sm_count
 
     @cute.jit
     def __call__(self, stream: cuda.CUstream, a_addr: Int64, b_addr: Int64, sfa_addr: Int64,
                  sfb_addr: Int64, c_addr: Int64, m: Int32, k: Int32, l: Int32):
         """a [M, K/2, L] packed e2m1, b [128, K/2, L] (row 0 used), sfa [M, K/16, L],
         sfb [128, K/16, L] plain e4m3 scales (K-major, L outermost); c [M, 1, L] fp16."""
-        if cutlass.const_expr(self.pipe):
-            tasks = (m + self.rows_per_warp - 1) // self.rows_per_warp * l
-            ctas = (tasks + WARPS_PER_CTA - 1) // WARPS_PER_CTA
-            if cutlass.const_expr(self.ctas_per_sm > 0):
-                ctas = cutlass.min(ctas, self.ctas_per_sm * self.sm_count)
-            self.kernel_pipe(a_addr, b_addr, sfa_addr, sfb_addr, c_addr, m, k, l).launch(
-                grid=[ctas, 1, 1], block=[32 * WARPS_PER_CTA, 1, 1], stream=stream)
-        else:
-            grid = [(m + self.rows_per_cta - 1) // self.rows_per_cta, l, 1]
-            self.kernel(a_addr, b_addr, sfa_addr, sfb_addr, c_addr, m, k).launch(
-                grid=grid, block=[32 * self.warps, 1, 1], stream=stream, min_blocks_per_mp=self.min_ctas)
+        grid = [(m + self.rows_per_cta - 1) // self.rows_per_cta, l, 1]
+        self.kernel(a_addr, b_addr, sfa_addr, sfb_addr, c_addr, m, k).launch(
+            grid=grid, block=[32 * self.warps, 1, 1], stream=stream)
 
     @cute.kernel
     def kernel(self, a_addr: Int64, b_addr: Int64, sfa_addr: Int64, sfb_addr: Int64, c_addr: Int64,
@@ -199,16 +151,7 @@ class Fp4GemvSm90:
         chunks = k // VALUES_PER_LANE  # 16-byte chunks per row; K % 64 == 0 only, so a tail
         per_iter = 32 * UNR
         # end pattern
-        n_it = (chunks + per_iter - 1) // per_iter
-        rot = Int32(0)
-        if cutlass.const_expr(self.stagger):
-            rot = (bidx * self.warps + warp) % n_it
-        for it0 in cutlass.range(n_it, unroll=1):
-            it = it0
-            if cutlass.const_expr(self.stagger):
-                it = it0 + rot
-                if it >= n_it:
-                    it = it - n_it
+        for it in cutlass.range((chunks + per_iter - 1) // per_iter, unroll=1):
             # pattern: tma-load
             # (no TMA: per-lane 128-bit loads.) UNR warp steps of every row are issued before
             # any math: UNR * RPW independent 16-byte loads in flight per lane.
@@ -217,15 +160,7 @@ class Fp4GemvSm90:
                 if chunk < chunks:
                     for r in cutlass.range_constexpr(RPW):
                         row = Int64(cutlass.min(first_row + r, m - 1))
-                        a_ptr = a_batch + row * row_bytes + Int64(chunk * 16)
-                        if cutlass.const_expr(self.hint == 1):
-                            w = ldg_128_stream_l2(a_ptr)
-                        elif cutlass.const_expr(self.hint == 2):
-                            w = ldg_128_evict_first(a_ptr)
-                        elif cutlass.const_expr(self.hint == 3):
-                            w = ldg_128_evict_first_policy(a_ptr)
-                        else:
-                            w = ldg_128_stream(a_ptr)
+                        w = ldg_128_stream(a_batch + row * row_bytes + Int64(chunk * 16))
                         for x in cutlass.range_constexpr(4):
                             ra[(u * RPW + r) * 4 + x] = w[x]
                         rsa[u * RPW + r] = ldg_16(sfa_batch + row * sf_row + Int64(chunk * 2))
@@ -275,145 +210,3 @@ class Fp4GemvSm90:
             if lane == 0 and out_row < m:
                 mC[out_row] = (total * SCALE_RESCALE).to(cutlass.Float16)
         # end pattern
-
-    @cute.kernel
-    def kernel_pipe(self, a_addr: Int64, b_addr: Int64, sfa_addr: Int64, sfb_addr: Int64, c_addr: Int64,
-                    m: Int32, k: Int32, l: Int32):
-        """Software-pipelined variant: each warp walks a flat list of steps (task, it), task =
-        RPW rows of one batch, it = one UNROLL x 1024-value slice of K; the 16-byte loads of step
-        s + 1 go out before the math of step s (two register buffers), so a warp always has a
-        step's loads in flight, across row-group boundaries too."""
-        RPW, UNR = self.rows_per_warp, self.unroll
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        gdim, _, _ = cute.arch.grid_dim()
-        lane = tidx % 32
-        gwarp = bidx * WARPS_PER_CTA + tidx // 32
-        nwarps = gdim * WARPS_PER_CTA
-        row_bytes = Int64(k // 2)
-        sf_row = Int64(k // SF_VEC_SIZE)
-
-        # pattern: control-flow
-        # Everything the loop writes exists before it (tensor elements written inside runtime
-        # control flow are visible after it; fresh variables are not). Steps past the warp's
-        # last one and chunks past K are skipped by warp-uniform / per-lane predicates.
-        acc = cute.make_rmem_tensor((RPW,), Float32)
-        acc.fill(0.0)
-        ra = cute.make_rmem_tensor((2 * UNR * RPW * 4,), Uint32)
-        rsa = cute.make_rmem_tensor((2 * UNR * RPW,), Uint32)
-        rb = cute.make_rmem_tensor((2 * UNR * 4,), Uint32)
-        rsb = cute.make_rmem_tensor((2 * UNR,), Uint32)
-        bv = cute.make_rmem_tensor((16,), Uint32)
-        chunks = k // VALUES_PER_LANE
-        per_iter = 32 * UNR
-        n_it = (chunks + per_iter - 1) // per_iter
-        tasks_per_batch = (m + RPW - 1) // RPW
-        total_tasks = tasks_per_batch * l
-        my_tasks = Int32(0)
-        if gwarp < total_tasks:
-            my_tasks = (total_tasks - gwarp + nwarps - 1) // nwarps
-        total_steps = my_tasks * n_it
-        # end pattern
-
-        # prologue: loads of step 0 into buffer 0
-        for pro in cutlass.range_constexpr(1):
-            s = Int32(0)
-            # pattern: tma-load
-            if s < total_steps:
-                task = gwarp + (s // n_it) * nwarps
-                it = s % n_it
-                batch = task // tasks_per_batch
-                first_row = (task % tasks_per_batch) * RPW
-                a_batch = a_addr + Int64(batch) * Int64(m) * row_bytes
-                sfa_batch = sfa_addr + Int64(batch) * Int64(m) * sf_row
-                b_row0 = b_addr + Int64(batch) * Int64(B_ROWS) * row_bytes
-                sfb_row0 = sfb_addr + Int64(batch) * Int64(B_ROWS) * sf_row
-                for u in cutlass.range_constexpr(UNR):
-                    chunk = it * per_iter + u * 32 + lane
-                    if chunk < chunks:
-                        for r in cutlass.range_constexpr(RPW):
-                            row = Int64(cutlass.min(first_row + r, m - 1))
-                            w = ldg_128_stream(a_batch + row * row_bytes + Int64(chunk * 16))
-                            for x in cutlass.range_constexpr(4):
-                                ra[(u * RPW + r) * 4 + x] = w[x]
-                            rsa[u * RPW + r] = ldg_16(sfa_batch + row * sf_row + Int64(chunk * 2))
-                        wb = ldg_128(b_row0 + Int64(chunk * 16))
-                        for x in cutlass.range_constexpr(4):
-                            rb[u * 4 + x] = wb[x]
-                        rsb[u] = ldg_16(sfb_row0 + Int64(chunk * 2))
-            # end pattern
-
-        for p in cutlass.range((total_steps + 1) // 2, unroll=1):
-            for half in cutlass.range_constexpr(2):
-                cur = half
-                nxt = 1 - half
-                s_next = p * 2 + half + 1
-                # pattern: tma-load
-                # prefetch step s + 1 into the other buffer before the math of step s
-                if s_next < total_steps:
-                    task = gwarp + (s_next // n_it) * nwarps
-                    it = s_next % n_it
-                    batch = task // tasks_per_batch
-                    first_row = (task % tasks_per_batch) * RPW
-                    a_batch = a_addr + Int64(batch) * Int64(m) * row_bytes
-                    sfa_batch = sfa_addr + Int64(batch) * Int64(m) * sf_row
-                    b_row0 = b_addr + Int64(batch) * Int64(B_ROWS) * row_bytes
-                    sfb_row0 = sfb_addr + Int64(batch) * Int64(B_ROWS) * sf_row
-                    for u in cutlass.range_constexpr(UNR):
-                        chunk = it * per_iter + u * 32 + lane
-                        if chunk < chunks:
-                            for r in cutlass.range_constexpr(RPW):
-                                row = Int64(cutlass.min(first_row + r, m - 1))
-                                w = ldg_128_stream(a_batch + row * row_bytes + Int64(chunk * 16))
-                                for x in cutlass.range_constexpr(4):
-                                    ra[((nxt * UNR + u) * RPW + r) * 4 + x] = w[x]
-                                rsa[(nxt * UNR + u) * RPW + r] = ldg_16(sfa_batch + row * sf_row + Int64(chunk * 2))
-                            wb = ldg_128(b_row0 + Int64(chunk * 16))
-                            for x in cutlass.range_constexpr(4):
-                                rb[(nxt * UNR + u) * 4 + x] = wb[x]
-                            rsb[nxt * UNR + u] = ldg_16(sfb_row0 + Int64(chunk * 2))
-                # end pattern
-                s_cur = p * 2 + half
-                if s_cur < total_steps:
-                    it = s_cur % n_it
-                    for u in cutlass.range_constexpr(UNR):
-                        chunk = it * per_iter + u * 32 + lane
-                        if chunk < chunks:
-                            # pattern: fp4-decode
-                            for x in cutlass.range_constexpr(4):
-                                for i in cutlass.range_constexpr(4):
-                                    bv[x * 4 + i] = fma_f16x2(_decode_word(rb[(cur * UNR + u) * 4 + x], i),
-                                                              Uint32(FP16X2_2POW14), Uint32(0x80008000))
-                            sfb0, sfb1 = f16x2_to_f32x2(_scales_f16x2(rsb[cur * UNR + u]))
-                            for r in cutlass.range_constexpr(RPW):
-                                sfa0, sfa1 = f16x2_to_f32x2(_scales_f16x2(rsa[(cur * UNR + u) * RPW + r]))
-                                for blk in cutlass.range_constexpr(2):
-                                    part = Uint32(0)
-                                    for x in cutlass.range_constexpr(2 * blk, 2 * blk + 2):
-                                        for i in cutlass.range_constexpr(4):
-                                            part = fma_f16x2(_decode_word(ra[((cur * UNR + u) * RPW + r) * 4 + x], i),
-                                                             bv[x * 4 + i], part)
-                                    lo, hi = f16x2_to_f32x2(part)
-                                    if cutlass.const_expr(blk == 0):
-                                        acc[r] = acc[r] + (lo + hi) * (sfa0 * sfb0)
-                                    else:
-                                        acc[r] = acc[r] + (lo + hi) * (sfa1 * sfb1)
-                            # end pattern
-                    # pattern: epilogue
-                    # last K step of a task: warp reduction, store, reset (warp-uniform branch)
-                    if it == n_it - 1:
-                        task = gwarp + (s_cur // n_it) * nwarps
-                        batch = task // tasks_per_batch
-                        first_row = (task % tasks_per_batch) * RPW
-                        c_ptr = cute.make_ptr(cutlass.Float16, c_addr + Int64(batch) * Int64(m) * Int64(2),
-                                              cute.AddressSpace.gmem, assumed_align=2)
-                        mC = cute.make_tensor(c_ptr, cute.make_layout((m,)))
-                        for r in cutlass.range_constexpr(RPW):
-                            total = acc[r]
-                            for offset in cutlass.range_constexpr(5):
-                                total = total + cute.arch.shuffle_sync_bfly(total, offset=1 << offset)
-                            out_row = first_row + r
-                            if lane == 0 and out_row < m:
-                                mC[out_row] = (total * SCALE_RESCALE).to(cutlass.Float16)
-                            acc[r] = Float32(0.0)
-                    # end pattern

@@ -100,12 +100,12 @@ def compile_gemm_family(tile_n: int, num_b: int, stages: int = STAGES, a_smem: i
 def gemv_config(k: int) -> dict:
     """Compile options of the gemv for one K: CONFIG["gemv"], zeros resolved.
 
-    Both shapes keep 8 independent 16-byte loads of A in flight per lane: 4 rows x 2 warp steps
-    when the K loop has a whole number of 2-step iterations (K % 2048 == 0) and more than one of
-    them, else 8 rows x 1 step, which wastes no half-empty last iteration (K = 7168 has 3.5 of
-    them) and gives twice the warps per row (K = 2048: one iteration either way). H100, gpu us
-    (see the worklog): 4x2 33.0 / 60.3 / 20.1, 8x1 39.3 / 57.5 / 19.4 on M7168 K16384 /
-    M4096 K7168 L8 / M7168 K2048 L4.
+    Both keep 8 independent 16-byte loads of A in flight per lane: 4 rows x 2 warp steps when
+    the K loop has a whole number of 2-step iterations (K % 2048 == 0) and more than one of
+    them; else 8 rows x 1 step, which wastes no half-empty last iteration (K = 7168 has 3.5 of
+    them) and at K = 2048 (one iteration either way) measured faster as well.
+    H100, gpu us (worklog section 6): 4x2 32.6 / 60.5 / 20.1, 8x1 39.0 / 57.3 / 19.4 on
+    M7168 K16384 / M4096 K7168 L8 / M7168 K2048 L4.
     """
     cfg = dict(CONFIG["gemv"])
     chunks = k // 32  # 16-byte chunks per row of A
@@ -115,18 +115,16 @@ def gemv_config(k: int) -> dict:
     return cfg
 
 
-def compile_gemv(rows_per_warp: int = 4, unroll: int = 2, pipe: int = 0, ctas_per_sm: int = 0, warps: int = 4,
-                 hint: int = 0, diag: int = 0, stagger: int = 0, min_ctas: int = 0, keep_cubin: bool = False):
+def compile_gemv(rows_per_warp: int = 4, unroll: int = 2, warps: int = 4, diag: int = 0, keep_cubin: bool = False):
     rows_per_warp, unroll = rows_per_warp or 4, unroll or 2
 
     def build():
-        kernel = Fp4GemvSm90(rows_per_warp=rows_per_warp, unroll=unroll, pipe=pipe, ctas_per_sm=ctas_per_sm,
-                             warps=warps, hint=hint, diag=diag, stagger=stagger, min_ctas=min_ctas)
+        kernel = Fp4GemvSm90(rows_per_warp=rows_per_warp, unroll=unroll, warps=warps, diag=diag)
         compile_fn = cute.compile[cute.KeepCUBIN()] if keep_cubin else cute.compile
         args = [cutlass.Int64(0)] * 5 + [cutlass.Int32(128), cutlass.Int32(64), cutlass.Int32(1)]
         return kernel, compile_fn(kernel, cute_host.fake_stream(), *args)
 
-    return COMPILED.get(("gemv", rows_per_warp, unroll, pipe, ctas_per_sm, warps, hint, diag, stagger, min_ctas, keep_cubin), build)
+    return COMPILED.get(("gemv", rows_per_warp, unroll, warps, diag, keep_cubin), build)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -72,3 +72,30 @@ def test_dual_gemm_decodes_a_once_for_both_products(reports):
 def test_gemv_runs_on_cuda_cores(reports):
     counts = reports["gemv"]["counts"]
     assert counts.get("HMMA", 0) == 0 and counts.get("HFMA2", 0) > 0, counts
+
+
+def test_gemv_configs_chosen_per_k_compile_without_spills():
+    # The gemv picks 4 rows x 2 steps or 8 rows x 1 step per K (host.gemv_config); sass_check
+    # covers CONFIG["gemv"] only, so compile both here: 128-bit loads of A, no local memory.
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    code = (
+        "import json\n"
+        "from kernels.sm90 import host\n"
+        "for k in (2048, 7168, 16384):\n"
+        "    cfg = host.gemv_config(k)\n"
+        "    sass = host.sass_of(host.compile_gemv(keep_cubin=True, **cfg)[1])\n"
+        "    lines = sass.splitlines()\n"
+        "    print(json.dumps({'k': k, 'cfg': cfg, 'ldg128': sum('LDG' in ln and '.128' in ln for ln in lines),\n"
+        "                      'local': sum(('STL' in ln or 'LDL' in ln) for ln in lines)}))\n"
+    )
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 3, proc.stderr[-2000:]
+    by_k = {r["k"]: r for r in rows}
+    assert by_k[16384]["cfg"] == {"rows_per_warp": 4, "unroll": 2}
+    assert by_k[7168]["cfg"] == by_k[2048]["cfg"] == {"rows_per_warp": 8, "unroll": 1}
+    for r in rows:
+        assert r["ldg128"] > 0 and r["local"] == 0, r
