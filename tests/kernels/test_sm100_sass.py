@@ -7,45 +7,19 @@ Skips with a reason when cutlass (nvidia-cutlass-dsl) or cuobjdump is missing.
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from sass import sass_reports
 
 from kernels import cute_host
 
-ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ["gemm", "dual_gemm", "group_gemm_g8", "group_gemm_g2", "gemv"]
-
-
-def _skip_reason():
-    if importlib.util.find_spec("cutlass") is None:
-        return "cutlass (nvidia-cutlass-dsl) is not installed"
-    try:
-        cute_host.find_cuda_tool("cuobjdump")
-        cute_host.find_cuda_tool("nvdisasm")
-    except cute_host.CuteUnavailable as exc:
-        return str(exc)
-    return None
 
 
 @pytest.fixture(scope="module")
 def reports():
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
-    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a")
-    proc = subprocess.run([sys.executable, "-m", "kernels.sm100.sass_check", "--json"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        pytest.fail(f"sass_check produced no report (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    return {r["name"]: r for r in map(json.loads, lines)}
+    return sass_reports("kernels.sm100.sass_check", "sm_100a")
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -7,7 +7,6 @@ Skips with a reason when cutlass (nvidia-cutlass-dsl) or cuobjdump is missing.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,36 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from sass import sass_reports, skip_reason
 
-from kernels import cute_host
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ["gemm", "dual_gemm", "dual_gemm_n48", "group_gemm", "gemv"]
 
 
-def _skip_reason():
-    if importlib.util.find_spec("cutlass") is None:
-        return "cutlass (nvidia-cutlass-dsl) is not installed"
-    try:
-        cute_host.find_cuda_tool("cuobjdump")
-        cute_host.find_cuda_tool("nvdisasm")
-    except cute_host.CuteUnavailable as exc:
-        return str(exc)
-    return None
-
-
 @pytest.fixture(scope="module")
 def reports():
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
-    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a")
-    proc = subprocess.run([sys.executable, "-m", "kernels.sm90.sass_check", "--json"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        pytest.fail(f"sass_check produced no report (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    return {r["name"]: r for r in map(json.loads, lines)}
+    return sass_reports("kernels.sm90.sass_check", "sm_90a")
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -74,10 +53,10 @@ def test_gemv_runs_on_cuda_cores(reports):
     assert counts.get("HMMA", 0) == 0 and counts.get("HFMA2", 0) > 0, counts
 
 
-def test_gemv_configs_chosen_per_k_compile_without_spills():
+def test_gemv_configs_chosen_per_k_compile_without_spills(tmp_path):
     # The gemv picks 4 rows x 2 steps or 8 rows x 1 step per K (host.gemv_config); sass_check
     # covers CONFIG["gemv"] only, so compile both here: 128-bit loads of A, no local memory.
-    reason = _skip_reason()
+    reason = skip_reason()
     if reason:
         pytest.skip(reason)
     code = (
@@ -90,8 +69,10 @@ def test_gemv_configs_chosen_per_k_compile_without_spills():
         "    print(json.dumps({'k': k, 'cfg': cfg, 'ldg128': sum('LDG' in ln and '.128' in ln for ln in lines),\n"
         "                      'local': sum(('STL' in ln or 'LDL' in ln) for ln in lines)}))\n"
     )
-    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    # run in a scratch folder: keep_cubin writes the cubin to the working directory
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(rows) == 3, proc.stderr[-2000:]
     by_k = {r["k"]: r for r in rows}

@@ -1,0 +1,44 @@
+"""Run a kernel family's SASS check in a subprocess and return its per-kernel reports.
+
+A subprocess because the DSL fixes its target arch at first import, and other tests in the same session
+may import cutlass for the other arch. Skips with a reason when cutlass or cuobjdump/nvdisasm is missing.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernels import cute_host
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def skip_reason() -> str | None:
+    if importlib.util.find_spec("cutlass") is None:
+        return "cutlass (nvidia-cutlass-dsl) is not installed"
+    try:
+        cute_host.find_cuda_tool("cuobjdump")
+        cute_host.find_cuda_tool("nvdisasm")
+    except cute_host.CuteUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def sass_reports(module: str, arch: str) -> dict[str, dict]:
+    """`python -m MODULE --json` with CUTE_DSL_ARCH=arch: {kernel name: report}."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    env = dict(os.environ, CUTE_DSL_ARCH=arch)
+    proc = subprocess.run([sys.executable, "-m", module, "--json"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        pytest.fail(f"{module} produced no report (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return {r["name"]: r for r in map(json.loads, lines)}
