@@ -1,8 +1,11 @@
 """The controlled vocabulary: chunk kinds and tags, decided by the rule tables below.
 
-Kind: each rule is (kind, heading pattern, body pattern). A chunk scores 3 for every rule whose pattern
-matches its heading path and 1 for every body match; the highest total wins, ties go to the kind listed
-first. A chunk no rule matches is `reference`. Code chunks are always `code`.
+Kind: each rule is (kind, heading pattern, body pattern). A chunk scores 3 when the rule's heading pattern
+matches its own headings (the heading path below the document title), 1 when it matches the document title
+(a post-mortem's title colours every section, but a section's own heading says more), and 1 for a body
+match; the highest total wins, ties go to the kind listed first. A chunk no rule matches, or whose own
+heading names a reference section (References, Tags, See also, Appendix, Specifications), is `reference`.
+Code chunks are always `code`.
 
 Tags: a tag is attached when any of its aliases occurs (case-insensitive, whole word) in the heading path
 or the text. `resolve_tag` maps any alias a user types (UMMA, smem, splitk, ...) to its canonical tag.
@@ -86,10 +89,18 @@ def _tag_regexes() -> dict[str, re.Pattern]:
     return {tag: re.compile(_W.format("|".join(aliases)), re.I) for tag, aliases in TAGS.items()}
 
 
+_REFERENCE_HEADING = re.compile(r"^(references?|tags|see also|appendix|bibliography|links|.*specifications?\b.*)$", re.I)
+
+
 def classify_kind(heading_path: str, text: str) -> str:
+    """`heading_path` is "Title › Section › ..." (the title alone for text before the first section)."""
+    title, _, own = heading_path.partition(" › ")
+    if own and _REFERENCE_HEADING.match(own.rsplit(" › ", 1)[-1].strip()):
+        return "reference"
     best, best_score = "reference", 0
     for kind, head_re, body_re in _kind_regexes():
-        score = 3 * bool(head_re.search(heading_path)) + bool(body_re.search(text))
+        score = (3 * bool(own and head_re.search(own)) + bool(head_re.search(title))
+                 + bool(body_re.search(text)))
         if score > best_score:
             best, best_score = kind, score
     return best

@@ -23,3 +23,11 @@ def test_kind_rules():
     assert classify_kind("Doc › Running Comparisons", "```bash\npython run.py\n```") == "how-to"
     assert classify_kind("Doc › Key Takeaways", "The lesson: measure first") == "lesson"
     assert classify_kind("Doc › Hardware", "B200 has 148 SMs") == "reference"
+
+
+def test_own_heading_outweighs_the_document_title():
+    title = "ROUND 2: THE MEA CULPA - Pipeline Stages Ate Humble Pie"
+    assert classify_kind(f"{title} › Why 3 Stages Made Things Worse", "it got slower") == "failed-attempt"
+    assert classify_kind(f"{title} › Step 1: Microbenchmark", "```bash\nncu --set full\n```") == "how-to"
+    assert classify_kind(f"{title} › REFERENCES", "1. a link") == "reference"
+    assert classify_kind(title, "intro text") == "failed-attempt"  # the title alone still colours the intro

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from brain import BrainError
 
-CHUNKER_VERSION = 3  # bump when chunk boundaries or metadata change: the next ingest re-chunks every file
+CHUNKER_VERSION = 4  # bump when chunk boundaries or metadata change: the next ingest re-chunks every file
 MAX_CHARS = 1200  # size cap for a chunk's prose; a single fence or table is never cut, so it may exceed this
 SECTION_SEP = " › "
 
