@@ -82,7 +82,7 @@ class Ingester:
         self.store = store or Store(settings)
         self.embedder = embedder or Embedder(settings.model, settings.device)
 
-    def run(self, specs: list[CorpusSpec], progress: bool = False, prune_corpora: bool = False) -> Summary:
+    def run(self, specs: list[CorpusSpec], progress: bool = False) -> Summary:
         """Bring the index in line with `specs`. A spec whose root is missing is an error before any write."""
         t0 = time.perf_counter()
         for spec in specs:
@@ -91,6 +91,7 @@ class Ingester:
         s = Summary()
         m = self.store.load_manifest()
         changed = self._reconcile(m)
+        touched = False  # only mtimes changed: save the manifest, but readers have nothing new to see
 
         rechunk_all = m.chunker != CHUNKER_VERSION  # the chunker changed since this index was built
         todo: list[tuple[str, Path, str, dict]] = []  # (key, path, hash, stat) of changed files
@@ -111,13 +112,13 @@ class Ingester:
                 digest = _hash(path)
                 if entry and not rechunk_all and entry["hash"] == digest:
                     entry["mtime_ns"] = st.st_mtime_ns
-                    changed = True
+                    touched = True
                     continue
                 todo.append((key, path, digest, {"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
 
-        # files gone from a corpus we just scanned (or whole corpora no longer listed, when pruning)
+        # files gone from a corpus we just scanned (other corpora are left as they are)
         scanned = {spec.name for spec in specs}
-        gone = [k for k in m.files if k not in seen and (k.split(":", 1)[0] in scanned or prune_corpora)]
+        gone = [k for k in m.files if k not in seen and k.split(":", 1)[0] in scanned]
         stale: list[str] = []  # deleted only once the new manifest is saved
         for key in gone:
             ids = m.files.pop(key)["ids"]
@@ -166,6 +167,8 @@ class Ingester:
             self.store.save_manifest(m)
             self.store.delete(stale)
             self.rebuild_lexical(m)
+        elif touched:
+            self.store.save_manifest(m)
         s.seconds = time.perf_counter() - t0
         return s
 

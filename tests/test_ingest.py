@@ -131,3 +131,16 @@ def test_bad_input(tmp_path, make_brain):
     brain.store.manifest_path.write_text("{not json")
     with pytest.raises(BrainError, match="corrupt"):
         brain.ingest([corpus(docs)])
+
+
+def test_mtime_only_change_does_not_bump_the_generation(tmp_path, make_brain):
+    docs = tmp_path / "docs"
+    _write(docs / "a.md", "# A\n\ntext\n")
+    brain = make_brain()
+    brain.ingest([corpus(docs)])
+    gen = brain.store.load_manifest().generation
+    os.utime(docs / "a.md", (time.time() + 9, time.time() + 9))
+    brain.ingest([corpus(docs)])
+    m = brain.store.load_manifest()
+    assert m.generation == gen  # readers keep their snapshot
+    assert m.files["t:a.md"]["mtime_ns"] == (docs / "a.md").stat().st_mtime_ns  # next run skips by stat
