@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from synthetic import write_corpus  # bench/synthetic.py, beside this script
 from brain.config import CorpusSpec, Settings
@@ -47,6 +48,7 @@ def main() -> None:
     brain.search("warm-up")
 
     uncached = brain.embedder._query_cached.cache_clear  # time real work: no query-embedding cache hits
+    default_threads = torch.get_num_threads()
     embed = []
     for _ in range(args.rounds):
         for q in QUERIES:
@@ -54,7 +56,25 @@ def main() -> None:
             t0 = time.perf_counter()
             brain.embedder.encode_query(q)
             embed.append((time.perf_counter() - t0) * 1000)
-    print(f"query embedding:  {percentiles(embed)}")
+    print(f"query embedding:  {percentiles(embed)}   (tokenize + one forward in inference mode)")
+    generic = []
+    for _ in range(args.rounds):
+        for q in QUERIES:
+            t0 = time.perf_counter()
+            brain.embedder.encode([q])  # SentenceTransformer.encode: the batching path, same vectors
+            generic.append((time.perf_counter() - t0) * 1000)
+    print(f"  via encode():   {percentiles(generic)}")
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        ms = []
+        for _ in range(args.rounds):
+            for q in QUERIES:
+                uncached()
+                t0 = time.perf_counter()
+                brain.embedder.encode_query(q)
+                ms.append((time.perf_counter() - t0) * 1000)
+        print(f"  {threads} torch thread(s): {percentiles(ms)}")
+    torch.set_num_threads(default_threads)
     for mode in ("bm25", "dense", "hybrid"):
         ms = []
         for _ in range(args.rounds):
