@@ -48,43 +48,29 @@ def main() -> None:
     brain.search("warm-up")
 
     uncached = brain.embedder._query_cached.cache_clear  # time real work: no query-embedding cache hits
+
+    def timed(fn, cold: bool = True) -> str:
+        ms = []
+        for _ in range(args.rounds):
+            for q in QUERIES:
+                if cold:
+                    uncached()
+                t0 = time.perf_counter()
+                fn(q)
+                ms.append((time.perf_counter() - t0) * 1000)
+        return percentiles(ms)
+
+    print(f"query embedding:  {timed(brain.embedder.encode_query)}   (tokenize + one forward in inference mode)")
+    # SentenceTransformer.encode: the batching path, same vectors
+    print(f"  via encode():   {timed(lambda q: brain.embedder.encode([q]), cold=False)}")
     default_threads = torch.get_num_threads()
-    embed = []
-    for _ in range(args.rounds):
-        for q in QUERIES:
-            uncached()
-            t0 = time.perf_counter()
-            brain.embedder.encode_query(q)
-            embed.append((time.perf_counter() - t0) * 1000)
-    print(f"query embedding:  {percentiles(embed)}   (tokenize + one forward in inference mode)")
-    generic = []
-    for _ in range(args.rounds):
-        for q in QUERIES:
-            t0 = time.perf_counter()
-            brain.embedder.encode([q])  # SentenceTransformer.encode: the batching path, same vectors
-            generic.append((time.perf_counter() - t0) * 1000)
-    print(f"  via encode():   {percentiles(generic)}")
     for threads in (1, 2):
         torch.set_num_threads(threads)
-        ms = []
-        for _ in range(args.rounds):
-            for q in QUERIES:
-                uncached()
-                t0 = time.perf_counter()
-                brain.embedder.encode_query(q)
-                ms.append((time.perf_counter() - t0) * 1000)
-        print(f"  {threads} torch thread(s): {percentiles(ms)}")
+        print(f"  {threads} torch thread(s): {timed(brain.embedder.encode_query)}")
     torch.set_num_threads(default_threads)
     for mode in ("bm25", "dense", "hybrid"):
-        ms = []
-        for _ in range(args.rounds):
-            for q in QUERIES:
-                uncached()
-                t0 = time.perf_counter()
-                brain.searcher.search(q, 10, mode=mode)
-                ms.append((time.perf_counter() - t0) * 1000)
-        print(f"search {mode:<7}   {percentiles(ms)}   (target hybrid: p50 <= 15, p99 <= 40)")
-
+        print(f"search {mode:<7}   {timed(lambda q: brain.searcher.search(q, 10, mode=mode))}"
+              "   (target hybrid: p50 <= 15, p99 <= 40)")
 
 if __name__ == "__main__":
     main()

@@ -151,16 +151,9 @@ def operand_address(name: str, t, rows: int, cols: int, batches: int) -> int:
         raise ValueError(f"{name}: dtype {t.dtype}, expected {' or '.join(map(str, want))}")
     if not t.is_cuda:
         raise ValueError(f"{name}: expected a CUDA tensor, got one on {t.device}")
-    if tuple(t.shape) != (rows, cols, batches):
-        raise ValueError(f"{name}: shape {tuple(t.shape)}, expected {(rows, cols, batches)}")
-    expected = (cols, 1, rows * cols)
-    for dim, size in enumerate((rows, cols, batches)):
-        if size > 1 and t.stride(dim) != expected[dim]:
-            raise ValueError(f"{name}: strides {tuple(t.stride())}, expected {expected} (K-major, L outermost)")
-    address = t.data_ptr()
-    if address % 16:
-        raise ValueError(f"{name}: address {address:#x} is not 16-byte aligned (cp.async needs it)")
-    return address
+    cute_host.check_mkl(name, t, rows, cols, batches)
+    cute_host.require_aligned(name, t, 16)  # cp.async moves 16-byte chunks
+    return t.data_ptr()
 
 
 def launch(compiled, args: Sequence) -> None:

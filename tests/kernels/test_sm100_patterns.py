@@ -8,39 +8,18 @@ each kernel file must mark the patterns it implements. Pure text: no cutlass nee
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
+from markers import regions
 
 SM100 = Path(__file__).resolve().parents[2] / "kernels" / "sm100"
-NAMES = {"control-flow", "pipeline-setup", "tma-load", "tma-store", "s2t-copy", "tmem-alloc", "mma-mainloop",
-         "epilogue", "warp-dispatch", "tile-scheduler", "tensormap", "scale-factor-layout", "fp4-decode",
-         "smem-layout"}
 REQUIRED = {
     "blockscaled_gemm.py": {"control-flow", "pipeline-setup", "tma-load", "tma-store", "s2t-copy", "tmem-alloc",
                             "mma-mainloop", "epilogue", "warp-dispatch", "tile-scheduler", "tensormap",
                             "scale-factor-layout", "smem-layout"},
     "gemv_kernel.py": {"control-flow", "fp4-decode", "epilogue"},
 }
-
-
-def regions(path: Path):
-    """[(name, start_line, end_line)]; raises AssertionError on a malformed marker structure."""
-    stack, found = [], []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
-        indent = len(line) - len(line.lstrip())
-        opened = re.match(r"\s*# pattern: (\S+)\s*$", line)
-        if opened:
-            assert opened.group(1) in NAMES, f"{path.name}:{lineno}: unknown pattern name {opened.group(1)!r}"
-            stack.append((opened.group(1), lineno, indent))
-        elif re.match(r"\s*# end pattern\s*$", line):
-            assert stack, f"{path.name}:{lineno}: '# end pattern' without an open region"
-            name, start, open_indent = stack.pop()
-            assert indent == open_indent, f"{path.name}:{lineno}: closes '{name}' (line {start}) at another indentation"
-            found.append((name, start, lineno))
-    assert not stack, f"{path.name}: unclosed regions {[(n, s) for n, s, _ in stack]}"
-    return found
 
 
 @pytest.mark.parametrize("filename", sorted(REQUIRED))

@@ -7,15 +7,12 @@ these regions, so each kernel file must mark the patterns it implements.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
+from markers import regions
 
 SM90 = Path(__file__).resolve().parents[2] / "kernels" / "sm90"
-NAMES = {"control-flow", "pipeline-setup", "tma-load", "tma-store", "s2t-copy", "tmem-alloc", "mma-mainloop",
-         "epilogue", "warp-dispatch", "tile-scheduler", "tensormap", "scale-factor-layout", "fp4-decode",
-         "smem-layout"}
 REQUIRED = {
     "mma_gemm.py": {"control-flow", "pipeline-setup", "tma-load", "mma-mainloop", "epilogue", "tile-scheduler",
                     "fp4-decode", "smem-layout"},
@@ -23,23 +20,6 @@ REQUIRED = {
                       "smem-layout"},
     "gemv_kernel.py": {"control-flow", "tma-load", "fp4-decode", "epilogue"},
 }
-OPEN = re.compile(r"^(\s*)# pattern: (\S+)\s*$")
-CLOSE = re.compile(r"^(\s*)# end pattern\s*$")
-
-
-def regions(path: Path) -> list:
-    stack, found = [], []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if m := OPEN.match(line):
-            assert m.group(2) in NAMES, f"{path.name}:{number}: unknown pattern name {m.group(2)!r}"
-            stack.append((m.group(2), len(m.group(1)), number))
-        elif m := CLOSE.match(line):
-            assert stack, f"{path.name}:{number}: '# end pattern' with no open region"
-            name, indent, start = stack.pop()
-            assert indent == len(m.group(1)), f"{path.name}:{number}: closes {name} (line {start}) at another indentation"
-            found.append((name, start, number))
-    assert not stack, f"{path.name}: unclosed regions {stack}"
-    return found
 
 
 @pytest.mark.parametrize("filename", sorted(REQUIRED))
