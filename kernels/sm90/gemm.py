@@ -1,5 +1,5 @@
 """sm90 backends for gemm, dual_gemm and group_gemm: argument checks and launch of the
-in-kernel-decode mma.sync kernel (kernels/sm90/mma_gemm.py). Input tuples and outputs are the
+in-kernel-decode wgmma kernel (kernels/sm90/gemm_kernel.py). Input tuples and outputs are the
 GPU MODE ones (see kernels/problems.py); outputs are written into the given c tensors."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 from cutlass import Int32, Int64
 
 from . import host
-from .mma_gemm import Fp4MmaGemmSm90
+from .gemm_kernel import Fp4GemmSm90
 
 
-def _tiles(kernel: Fp4MmaGemmSm90, m: int, n: int) -> int:
+def _tiles(kernel: Fp4GemmSm90, m: int, n: int) -> int:
     return -(-m // kernel.tile_m) * -(-n // kernel.tile_n)
 
 
@@ -38,14 +38,10 @@ def _launch(compiled, key, build_rows, device) -> None:
     host.cached_launch(compiled, key, build_args)
 
 
-def _m_tiles(m: int) -> int:
-    return -(-m // 128)
-
-
 def run_gemm(data):
     a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
-    cfg = host.gemm_config("gemm", _m_tiles(a.shape[0]) * a.shape[2], [b.shape[0]])
-    kernel, compiled = host.compile_gemm_family(num_b=1, **cfg)
+    cfg = host.gemm_config("gemm", [a.shape[0]], [b.shape[0]], 2 * a.shape[1], a.shape[2])
+    kernel, compiled = host.compile_gemm(**cfg)
 
     def rows():
         m, n, l, row = _table_row("gemm", a, [b], sfa, [sfb], c, 0)
@@ -57,8 +53,8 @@ def run_gemm(data):
 
 def run_dual_gemm(data):
     a, b1, b2, sfa, sfb1, sfb2, _p1, _p2, _p3, c = data
-    cfg = host.gemm_config("dual_gemm", _m_tiles(a.shape[0]) * a.shape[2], [b1.shape[0]])
-    kernel, compiled = host.compile_gemm_family(num_b=2, **cfg)
+    cfg = host.gemm_config("dual_gemm", [a.shape[0]], [b1.shape[0]], 2 * a.shape[1], a.shape[2])
+    kernel, compiled = host.compile_gemm(**cfg)
 
     def rows():
         m, n, l, row = _table_row("dual_gemm", a, [b1, b2], sfa, [sfb1, sfb2], c, 0)
@@ -70,8 +66,9 @@ def run_dual_gemm(data):
 
 def run_group_gemm(data):
     abc, sf_plain, _sf_perm, _sizes = data
-    cfg = host.gemm_config("group_gemm", [_m_tiles(a.shape[0]) for a, _b, _c in abc], [b.shape[0] for _a, b, _c in abc])
-    kernel, compiled = host.compile_gemm_family(num_b=1, **cfg)
+    cfg = host.gemm_config("group_gemm", [a.shape[0] for a, _b, _c in abc], [b.shape[0] for _a, b, _c in abc],
+                           2 * abc[0][0].shape[1])
+    kernel, compiled = host.compile_gemm(**cfg)
 
     def rows():
         out, first = [], 0

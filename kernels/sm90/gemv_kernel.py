@@ -26,7 +26,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32
 
-from .mma_gemm import _decode_word
+from .decode import _decode_word
 
 SF_VEC_SIZE = 16
 VALUES_PER_LANE = 32

@@ -21,80 +21,78 @@ cute_host.import_cutlass("sm_90a")
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 
+from .decode import TILE_K  # noqa: E402
+from .gemm_kernel import Fp4GemmSm90  # noqa: E402
 from .gemv_kernel import Fp4GemvSm90  # noqa: E402
-from .mma_gemm import TABLE_COLS, TILE_K, Fp4MmaGemmSm90  # noqa: F401
-from .wgmma_gemm import Fp4WgmmaGemmSm90  # noqa: E402  # noqa: E402
 
 COMPILED = cute_host.CompileCache()
 
-# Kernel configuration per problem. A CTA is 128 rows of A by tile_n columns; the dual gemm
-# keeps two accumulators, so it takes half the columns to stay within registers. The sweep
-# script (bench/sm90_sweep.py --config) overrides these to compare variants.
-STAGES = 4
-# wgmma=1: Fp4WgmmaGemmSm90 (warpgroup MMA, A decoded in registers, B decoded once per CTA into
-# shared memory); wgmma=0: Fp4MmaGemmSm90 (mma.sync, both decoded in registers; a_smem=1 puts
-# the decoded A tile in shared memory instead). Measured on the H100: see the worklog.
-# tile_n=0: chosen per launch by choose_tile_n among TILE_N_CANDIDATES.
+# Kernel configuration per problem; bench/sm90_sweep.py --config overrides it to compare
+# variants. gemm family: x_tile (rows of A per CTA) and split_k (CTAs per output tile, one
+# cluster) = 0: chosen per launch by choose_tiling; stages: depth of the packed-A ring.
 CONFIG = {
-    "gemm": {"tile_n": 0, "stages": STAGES, "wgmma": 1},
-    "dual_gemm": {"tile_n": 0, "stages": 3, "wgmma": 1},
-    "group_gemm": {"tile_n": 0, "stages": STAGES, "wgmma": 1},
+    "gemm": {"x_tile": 0, "split_k": 0, "stages": 3},
+    "dual_gemm": {"x_tile": 0, "split_k": 0, "stages": 3},
+    "group_gemm": {"x_tile": 0, "split_k": 0, "stages": 3},
     # rows_per_warp / unroll = 0: chosen per K by gemv_config.
     "gemv": {"rows_per_warp": 0, "unroll": 0},
 }
-# The dual gemm holds two decoded B buffers: 128 columns do not fit in shared memory with it.
-TILE_N_CANDIDATES = {"gemm": (128, 64, 56, 48, 32), "dual_gemm": (64, 56, 48), "group_gemm": (128, 64, 56, 48, 32)}
-# Relative cost of a CTA in units of one B column: decoding and multiplying A (128 rows) costs
-# about as much as 64 columns of B (fitted on the H100 sweeps, see the worklog).
-A_COST_COLUMNS = 64
 H100_SM_COUNT = 132
+# Cost model of choose_tiling (fitted on the H100, worklog section 7): time of one k tile of a
+# CTA by x_tile, relative to x_tile = 128, and a CTA's fixed cost (first loads, first decode,
+# the epilogue) in the same unit.
+TILE_COST = {128: 1.0, 64: 0.7}
+CTA_OVERHEAD = 3.0
+SPLITS = (1, 2)  # clusters of 4 did not all fit in one wave on the H100 (worklog section 7)
 
 
-def choose_tile_n(problem: str, m_tiles_per_n_tile: int, n_list, sm_count: int = H100_SM_COUNT) -> int:
-    """tile_n minimizing waves x per-CTA cost, for one launch whose groups have the given N.
+def output_tiles(x_tile: int, tile_n: int, m_list, n_list) -> int:
+    """Output tiles of one launch: ceil(M / x_tile) x ceil(N / tile_n) per group."""
+    return sum(-(-m // x_tile) * -(-n // tile_n) for m, n in zip(m_list, n_list))
 
-    One CTA = 128 rows x tile_n columns; a grid of T CTAs runs in ceil(T / SMs) waves (one CTA
-    per SM: ~140-176 KB of shared memory each). E.g. gemm N=7168: 56 columns -> 128 CTAs, one
-    wave, where 64 leaves 20 SMs idle; gemm N=4096: 32 -> 128 CTAs; the dual gemm M=256,
-    N=3072: 48 -> 128 CTAs.
+
+def choose_tiling(tile_n: int, m_list, n_list, k_tiles: int, batches: int = 1,
+                  sm_count: int = H100_SM_COUNT) -> tuple:
+    """(x_tile, split_k) minimizing waves x (K tiles per CTA x tile cost + CTA overhead).
+
+    One CTA per SM (~190 KB of shared memory). E.g. gemm M=128 N=7168 K=16384: 56 tiles of
+    128 weight rows -> split 2 (112 CTAs, one wave); gemm M=128 N=4096 K=7168: x_tile 64,
+    split 2 (128 CTAs). On the 11 benchmark shapes it picked the fastest of the 4 measured
+    (x_tile, split) pairs every time (worklog section 7). Ties go to the larger tile and the
+    smaller split.
     """
-    m_tiles = m_tiles_per_n_tile if isinstance(m_tiles_per_n_tile, (list, tuple)) else [m_tiles_per_n_tile] * len(n_list)
     best, best_cost = None, None
-    for tile_n in TILE_N_CANDIDATES[problem]:
-        tiles = sum(mt * -(-n // tile_n) for mt, n in zip(m_tiles, n_list))
-        cost = -(-tiles // sm_count) * (tile_n + A_COST_COLUMNS)
-        if best_cost is None or cost < best_cost:
-            best, best_cost = tile_n, cost
+    for x_tile in (128, 64):
+        tiles = output_tiles(x_tile, tile_n, m_list, n_list) * batches
+        for split in SPLITS:
+            if split > 1 and k_tiles < 2 * split:
+                continue
+            waves = -(-tiles * split // sm_count)
+            cost = waves * (-(-k_tiles // split) * TILE_COST[x_tile] + CTA_OVERHEAD)
+            if best_cost is None or cost < best_cost - 1e-9:
+                best, best_cost = (x_tile, split), cost
     return best
 
 
-def gemm_config(problem: str, m_tiles, n_list) -> dict:
-    """Compile options for one launch: CONFIG[problem], tile_n resolved, stages fitted to smem."""
-    cfg = dict(CONFIG[problem])
-    if not cfg["tile_n"]:
-        cfg["tile_n"] = choose_tile_n(problem, m_tiles, n_list)
-    if cfg["tile_n"] > 64:
-        cfg["stages"] = min(cfg["stages"], 3)  # 176 KB of the 227 KB per SM
-    return cfg
+def gemm_config(problem: str, m_list, n_list, k: int, batches: int = 1) -> dict:
+    """Compile options of one launch (rows of A and of B per group, K, batches)."""
+    cfg = CONFIG[problem]
+    num_b = 2 if problem == "dual_gemm" else 1
+    x_tile, split_k = choose_tiling(Fp4GemmSm90.weight_rows(num_b), m_list, n_list, k // TILE_K, batches)
+    return {"num_b": num_b, "x_tile": cfg["x_tile"] or x_tile, "split_k": cfg["split_k"] or split_k,
+            "stages": cfg["stages"]}
 
 
-def compile_gemm_family(tile_n: int, num_b: int, stages: int = STAGES, a_smem: int = 0, wgmma: int = 0,
-                        desc_swap: int = 0, overlap: int = 1, b_pipe: int = 0, keep_cubin: bool = False):
+def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 1, keep_cubin: bool = False):
     """(kernel object, compiled function), compiled once per static configuration."""
-    key = ("mma_gemm", tile_n, num_b, stages, bool(a_smem), bool(wgmma), bool(desc_swap), bool(overlap), bool(b_pipe), keep_cubin)
-
     def build():
-        if wgmma:
-            kernel = Fp4WgmmaGemmSm90(tile_n=tile_n, num_b=num_b, stages=stages, desc_swap=bool(desc_swap),
-                                      overlap=bool(overlap), b_pipe=bool(b_pipe))
-        else:
-            kernel = Fp4MmaGemmSm90(tile_n=tile_n, num_b=num_b, stages=stages, a_smem=bool(a_smem))
+        kernel = Fp4GemmSm90(num_b=num_b, x_tile=x_tile, stages=stages, split_k=split_k)
         compile_fn = cute.compile[cute.KeepCUBIN()] if keep_cubin else cute.compile
         compiled = compile_fn(kernel, cute_host.fake_stream(), cutlass.Int64(0), cutlass.Int32(1),
                               cutlass.Int32(1), cutlass.Int32(1))
         return kernel, compiled
 
-    return COMPILED.get(key, build)
+    return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, keep_cubin), build)
 
 
 def gemv_config(k: int) -> dict:

@@ -23,28 +23,28 @@ os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="sm90_sass_")
 from .. import cute_host  # noqa: E402
 from . import host  # noqa: E402
 
-# Instructions each kernel relies on: the tensor-core MMA (HGMMA = wgmma) and the cp.async
-# global->shared copies (LDGSTS) for the gemm family; for the CUDA-core gemv, the packed fp16
-# FMAs (HFMA2) and the 128-bit global loads.
+# Instructions each kernel relies on: the tensor-core MMA (HGMMA = wgmma), the cp.async
+# global->shared copies of A (LDGSTS), the mbarrier hand-off between the producer and the
+# consumer warpgroups (SYNCS) and the scale multiply of the decode for the gemm family; for the
+# CUDA-core gemv, the packed fp16 FMAs (HFMA2) and the 128-bit global loads.
 GEMM_REQUIRED = {"HGMMA": "tensor-core warpgroup MMA (wgmma)", "LDGSTS": "cp.async global -> shared",
+                 "SYNCS": "mbarrier producer/consumer hand-off",
                  "HMUL2": "packed fp16 multiply applying the block scale in the decode"}
 GEMV_REQUIRED = {"HFMA2": "packed fp16 FMA of decoded products", "LDG": "global loads of A"}
 FORBIDDEN = {"STL": "register spill to local memory", "LDL": "register reload from local memory"}
 
 
 def configurations():
-    """(name, build) for every configuration the backends compile."""
-    # The tile widths the benchmark shapes pick (host.choose_tile_n): gemm N=7168 -> 56,
-    # group G=8 N=4096 -> 128, dual M=256 N=4096 -> 64, dual M=512 N=3072 -> 48.
-    gemm = host.gemm_config("gemm", 1, [7168])
-    group = host.gemm_config("group_gemm", [1, 2, 1, 1, 1, 2, 1, 2], [4096] * 8)
-    dual = host.gemm_config("dual_gemm", 2, [4096])
-    dual48 = host.gemm_config("dual_gemm", 4, [3072])
+    """(name, build) for every configuration the benchmark shapes compile (host.gemm_config)."""
+    gemm = host.gemm_config("gemm", [128], [7168], 16384)  # x_tile 128, split-K 2 (cluster)
+    gemm64 = host.gemm_config("gemm", [128], [4096], 7168)  # x_tile 64, split-K 2
+    dual = host.gemm_config("dual_gemm", [256], [4096], 7168)  # x_tile 128, no split
+    group = host.gemm_config("group_gemm", [192, 320], [3072] * 2, 4096)
     return [
-        ("gemm", lambda: host.compile_gemm_family(num_b=1, keep_cubin=True, **gemm)),
-        ("dual_gemm", lambda: host.compile_gemm_family(num_b=2, keep_cubin=True, **dual)),
-        ("dual_gemm_n48", lambda: host.compile_gemm_family(num_b=2, keep_cubin=True, **dual48)),
-        ("group_gemm", lambda: host.compile_gemm_family(num_b=1, keep_cubin=True, **group)),
+        ("gemm", lambda: host.compile_gemm(keep_cubin=True, **gemm)),
+        ("gemm_x64", lambda: host.compile_gemm(keep_cubin=True, **gemm64)),
+        ("dual_gemm", lambda: host.compile_gemm(keep_cubin=True, **dual)),
+        ("group_gemm", lambda: host.compile_gemm(keep_cubin=True, **group)),
         ("gemv", lambda: host.compile_gemv(keep_cubin=True, **host.CONFIG["gemv"])),
     ]
 
@@ -63,7 +63,7 @@ def check(name, build) -> dict:
         if not any("LDG" in line and ".128" in line for line in sass.splitlines()):
             failures.append("no 128-bit global load of A")
     keep = ("HMMA", "HGMMA", "LDGSTS", "LDS", "LDSM", "LDG", "STG", "HMUL2", "HFMA2", "LOP3", "SHF", "PRMT",
-            "BAR", "STL", "LDL")
+            "BAR", "SYNCS", "STL", "LDL")
     return {"name": name, "targets": sorted(cute_host.sass_targets(sass)), "seconds": round(time.time() - t0, 1),
             "counts": {op: ops[op] for op in keep if ops[op]}, "failures": failures}
 

@@ -47,3 +47,15 @@ def test_repeated_calls_on_new_inputs_are_not_served_stale_launches():
     for seed in (1, 2, 3):
         data = p.generate_input({"m": 256, "n": 512, "k": 512, "l": 2}, seed, "cuda")
         assert check_output(p, fn(data), p.reference(data)).ok
+
+
+@pytest.mark.parametrize("x_tile,split_k", [(128, 1), (128, 2), (64, 1), (64, 2)])
+def test_every_tiling_matches_reference(x_tile, split_k, monkeypatch):
+    # The host picks (x_tile, split_k) per launch; force each pair on the correctness shapes
+    # (M and N tails, L > 1, K = 256 where a split-K cluster rank gets no k tile).
+    from kernels.sm90 import host
+
+    for name in ("gemm", "dual_gemm", "group_gemm"):
+        monkeypatch.setitem(host.CONFIG, name, {**host.CONFIG[name], "x_tile": x_tile, "split_k": split_k})
+        for shape in get_problem(name).tests:
+            _check(name, shape, 3333)

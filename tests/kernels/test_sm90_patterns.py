@@ -14,10 +14,9 @@ from markers import regions
 
 SM90 = Path(__file__).resolve().parents[2] / "kernels" / "sm90"
 REQUIRED = {
-    "mma_gemm.py": {"control-flow", "pipeline-setup", "tma-load", "mma-mainloop", "epilogue", "tile-scheduler",
-                    "fp4-decode", "smem-layout"},
-    "wgmma_gemm.py": {"control-flow", "pipeline-setup", "mma-mainloop", "epilogue", "tile-scheduler", "fp4-decode",
-                      "smem-layout"},
+    "gemm_kernel.py": {"control-flow", "pipeline-setup", "tma-load", "mma-mainloop", "epilogue", "tile-scheduler",
+                       "fp4-decode", "smem-layout"},
+    "decode.py": {"fp4-decode"},
     "gemv_kernel.py": {"control-flow", "tma-load", "fp4-decode", "epilogue"},
 }
 
