@@ -224,8 +224,8 @@ class Fp4GemmSm90:
         cute.arch.sync_threads()
         # end pattern
 
-        acc = [cute.make_rmem_tensor((NACC,), Float32) for _ in range(1)]
-        acc[0].fill(0.0)
+        acc = cute.make_rmem_tensor((NACC,), Float32)  # consumers: fp32 m64 x x_tile fragment
+        acc.fill(0.0)
         if wg == 0:
             self._produce(tidx, a_addr, sfa_addr, m, x0, row_bytes_g, sf_row_g, kt0, nk, ring, xbuf, full, empty)
         else:
@@ -236,7 +236,7 @@ class Fp4GemmSm90:
                 w_addr = b1_addr + Int64(cw) * (b2_addr - b1_addr)
                 sfw_addr = sfb1_addr + Int64(cw) * (sfb2_addr - sfb1_addr)
                 wrow = w0
-            self._consume(acc[0], tidx % WG_THREADS, w_addr, sfw_addr, n, wrow, row_bytes_g, sf_row_g, kt0, nk,
+            self._consume(acc, tidx % WG_THREADS, w_addr, sfw_addr, n, wrow, row_bytes_g, sf_row_g, kt0, nk,
                           xbuf, full, empty)
 
         # pattern: epilogue
@@ -259,7 +259,7 @@ class Fp4GemmSm90:
                 for h in cutlass.range_constexpr(2):
                     for e in cutlass.range_constexpr(2):
                         r = 8 * i + 2 * t + e
-                        sts_f32(tile + (r * self.red_row + col + 8 * h) * 4, acc[0][4 * i + 2 * h + e])
+                        sts_f32(tile + (r * self.red_row + col + 8 * h) * 4, acc[4 * i + 2 * h + e])
         if cutlass.const_expr(self.split_k > 1):
             cluster_sync()
         else:
