@@ -2,7 +2,7 @@
 
     python bench/sm90_sweep.py [--problems gemv,gemm,dual_gemm,group_gemm] [--seeds 1111,2222,3333]
                                [--inputs 10] [--repeats 5] [--skip-check] [--json out.json]
-                               [--config gemm:tile_n=64,stages=4 ...]
+                               [--config gemm:x_tile=64,split_k=2 ...]
 
 1. Check: every correctness shape and every benchmark shape of each problem, for each seed,
    sm90 backend against the exact reference (kernels.check_output, rtol = atol = 1e-3).
@@ -117,7 +117,7 @@ def host_us(fn, data, calls: int = 50) -> float:
 # ------------------------------------------------------------------ main
 
 def parse_configs(items):
-    """['gemm:tile_n=128,stages=3', ...] -> {'gemm': {'tile_n': 128, 'stages': 3}}"""
+    """['gemm:x_tile=64,split_k=2', ...] -> {'gemm': {'x_tile': 64, 'split_k': 2}}"""
     out = {}
     for item in items or []:
         name, _, rest = item.partition(":")
@@ -135,7 +135,7 @@ def main() -> int:
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--dram-tbs", type=float, default=3.0, help="DRAM bandwidth for the limit (issue 7: 3.0 TB/s)")
     ap.add_argument("--bf16-tflops", type=float, default=783.0, help="bf16 peak for the limit (issue 7: 783)")
-    ap.add_argument("--config", action="append", help="problem:tile_n=..,stages=.. (kernel configuration)")
+    ap.add_argument("--config", action="append", help="problem:key=value,.. overriding kernels.sm90.host.CONFIG (gemm family: x_tile, split_k, stages; gemv: rows_per_warp, unroll)")
     ap.add_argument("--bench-problems", help="benchmark only these problems (default: --problems)")
     ap.add_argument("--profile-host", action="store_true", help="cProfile 100 calls per problem (host overhead)")
     ap.add_argument("--json", help="also write all results to this file")
@@ -149,6 +149,11 @@ def main() -> int:
     from kernels.sm90 import host  # imports cutlass for sm_90a
 
     for name, cfg in parse_configs(args.config).items():
+        unknown = sorted(set(cfg) - set(host.CONFIG.get(name, {})))
+        if name not in host.CONFIG or unknown:
+            print(f"--config {name}: unknown problem or keys {unknown}; known: "
+                  f"{ {p: sorted(c) for p, c in host.CONFIG.items()} }", file=sys.stderr)
+            return 2
         host.CONFIG[name] = {**host.CONFIG[name], **cfg}
     dev = torch.device("cuda")
     print(f"device: {torch.cuda.get_device_name(dev)}  torch {torch.__version__}  configs {host.CONFIG}", flush=True)
