@@ -51,6 +51,34 @@ def cp_async_16(smem_addr: Int32, gmem_addr: Int64):
 
 
 @cute.jit
+def ldg_128_stream(addr: Int64):
+    """128-bit load read once: non-coherent path, no L1 allocation."""
+    return cute.arch.inline_ptx(
+        "ld.global.nc.L1::no_allocate.v4.u32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}];",
+        write_only_types=[Uint32, Uint32, Uint32, Uint32],
+        read_only_args=[addr],
+    )
+
+
+@cute.jit
+def ldg_128(addr: Int64):
+    return cute.arch.inline_ptx(
+        "ld.global.nc.v4.u32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}];",
+        write_only_types=[Uint32, Uint32, Uint32, Uint32],
+        read_only_args=[addr],
+    )
+
+
+@cute.jit
+def ldg_16(addr: Int64):
+    return cute.arch.inline_ptx(
+        "{ .reg .b16 t; ld.global.nc.u16 t, [{$r0}]; cvt.u32.u16 {$w0}, t; }",
+        write_only_types=[Uint32],
+        read_only_args=[addr],
+    )
+
+
+@cute.jit
 def lds_32(smem_addr: Int32):
     return cute.arch.inline_ptx(
         "ld.shared.u32 {$w0}, [{$r0}];",

@@ -39,8 +39,7 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32
 
 from .decode import (ACC_RESCALE, ROW_BYTES, SF_ROW_BYTES, SF_VEC_SIZE, TABLE_COLS, TILE_K, _decode_word,
-                     _scale_pair, cp_async_16, lds_32, mul_f16x2, sts_128)
-from .gemv_kernel import ldg_16, ldg_128_stream
+                     _scale_pair, cp_async_16, ldg_16, ldg_128_stream, lds_32, mul_f16x2, sts_128)
 from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_async_smem, wgmma_commit,
                     wgmma_fence, wgmma_rs, wgmma_wait_all, wgmma_wait_one)
 

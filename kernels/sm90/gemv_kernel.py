@@ -26,7 +26,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32
 
-from .decode import _decode_word
+from .decode import _decode_word, ldg_16, ldg_128, ldg_128_stream
 
 SF_VEC_SIZE = 16
 VALUES_PER_LANE = 32
@@ -41,34 +41,6 @@ B_ROWS = 128  # b is padded to 128 rows (only row 0 is the vector)
 FP16X2_2POW14 = 0x74007400  # (2^14, 2^14)
 # Scales decode to s * 2^-8 each (see _scales_f16x2); products carry 2^-14 from the decode.
 SCALE_RESCALE = float(2 ** 30)
-
-
-@cute.jit
-def ldg_128_stream(addr: Int64):
-    """128-bit load read once: non-coherent path, no L1 allocation."""
-    return cute.arch.inline_ptx(
-        "ld.global.nc.L1::no_allocate.v4.u32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}];",
-        write_only_types=[Uint32, Uint32, Uint32, Uint32],
-        read_only_args=[addr],
-    )
-
-
-@cute.jit
-def ldg_128(addr: Int64):
-    return cute.arch.inline_ptx(
-        "ld.global.nc.v4.u32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}];",
-        write_only_types=[Uint32, Uint32, Uint32, Uint32],
-        read_only_args=[addr],
-    )
-
-
-@cute.jit
-def ldg_16(addr: Int64):
-    return cute.arch.inline_ptx(
-        "{ .reg .b16 t; ld.global.nc.u16 t, [{$r0}]; cvt.u32.u16 {$w0}, t; }",
-        write_only_types=[Uint32],
-        read_only_args=[addr],
-    )
 
 
 @cute.jit
