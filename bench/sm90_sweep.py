@@ -116,6 +116,16 @@ def host_us(fn, data, calls: int = 50) -> float:
 
 # ------------------------------------------------------------------ main
 
+def tiling(host, name: str, shape: dict) -> str:
+    """The kernel configuration host picks for one shape (gemm family: x_tile, weight blocks, split-K)."""
+    if name == "gemv":
+        cfg = host.gemv_config(shape["k"])
+        return f"{cfg['rows_per_warp']}x{cfg['unroll']}"
+    as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+    cfg = host.gemm_config(name, as_list(shape["m"]), as_list(shape["n"]), as_list(shape["k"])[0], shape.get("l", 1))
+    return f"x{cfg['x_tile']} b{cfg['blocks']} s{cfg['split_k']}"
+
+
 def parse_configs(items):
     """['gemm:x_tile=64,split_k=2', ...] -> {'gemm': {'x_tile': 64, 'split_k': 2}}"""
     out = {}
@@ -135,7 +145,7 @@ def main() -> int:
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--dram-tbs", type=float, default=3.0, help="DRAM bandwidth for the limit (issue 7: 3.0 TB/s)")
     ap.add_argument("--bf16-tflops", type=float, default=783.0, help="bf16 peak for the limit (issue 7: 783)")
-    ap.add_argument("--config", action="append", help="problem:key=value,.. overriding kernels.sm90.host.CONFIG (gemm family: x_tile, split_k, stages; gemv: rows_per_warp, unroll)")
+    ap.add_argument("--config", action="append", help="problem:key=value,.. overriding kernels.sm90.host.CONFIG (gemm family: x_tile, blocks, split_k, stages; gemv: rows_per_warp, unroll)")
     ap.add_argument("--bench-problems", help="benchmark only these problems (default: --problems)")
     ap.add_argument("--profile-host", action="store_true", help="cProfile 100 calls per problem (host overhead)")
     ap.add_argument("--json", help="also write all results to this file")
@@ -230,23 +240,25 @@ def main() -> int:
                        "tflops": flops / t_k / 1e6, "gbs": nbytes / t_k / 1e3,
                        "limit_us": limit, "bound": "DRAM" if dram_us >= mma_us else "MMA",
                        "pct_sol": 100 * limit / t_k, "ratio": t_k / limit,
-                       "gpu_us": t_gpu, "host_us": t_host, "a_us": t_a, "speedup_a": t_a / t_k, "b_us": t_b, "speedup_b": t_b / t_k}
+                       "gpu_us": t_gpu, "gpu_ratio": t_gpu / limit, "host_us": t_host, "tiling": tiling(host, name, shape), "a_us": t_a, "speedup_a": t_a / t_k, "b_us": t_b, "speedup_b": t_b / t_k}
                 rows.append(row)
                 log(f"  {name} {row['shape']}: {t_k:.1f} us (a {t_a:.1f}, b {t_b:.1f})")
         results["bench"] = rows
         head = (f"{'problem':<11} {'shape':<44} {'us':>8} {'TFLOP/s':>8} {'GB/s':>7} {'%SOL':>6} {'limit':>7} "
-                f"{'x limit':>7} {'(a) us':>8} {'vs (a)':>6} {'(b) us':>8} {'vs (b)':>6} {'gpu us':>7} {'host us':>7}")
+                f"{'x limit':>7} {'(a) us':>8} {'vs (a)':>6} {'(b) us':>8} {'vs (b)':>6} {'gpu us':>7} {'x lim':>5} "
+                f"{'host us':>7}  tiling")
         print("\n" + head)
         print("-" * len(head))
         for r in rows:
             print(f"{r['problem']:<11} {r['shape'][:44]:<44} {r['us']:>8.1f} {r['tflops']:>8.1f} {r['gbs']:>7.0f} "
                   f"{r['pct_sol']:>5.1f}% {r['limit_us']:>6.1f}{r['bound'][0]} {r['ratio']:>7.2f} "
                   f"{r['a_us']:>8.1f} {r['speedup_a']:>5.2f}x {r['b_us']:>8.1f} {r['speedup_b']:>5.2f}x "
-                  f"{r['gpu_us']:>7.1f} {r['host_us']:>7.1f}")
+                  f"{r['gpu_us']:>7.1f} {r['gpu_ratio']:>5.2f} {r['host_us']:>7.1f}  {r['tiling']}")
         print(f"limit = max(bytes / {args.dram_tbs} TB/s, flops / {args.bf16_tflops} TFLOP/s) (D = DRAM, M = MMA); "
               f"%SOL = limit / time; (a) decode + cuBLAS per call; (b) cuBLAS on pre-decoded bf16;\n"
               f"us = kernels.bench.time_calls (host overhead included); gpu us = kernel alone (host hidden "
-              f"behind a GPU spin); host us = host time per call", flush=True)
+              f"behind a GPU spin), x lim = gpu us / limit; host us = host time per call; tiling = what host picked\n"
+              f"(gemm family: x_tile, weight blocks per consumer, split-K; gemv: rows per warp x unroll)", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -14,8 +14,8 @@ def _tiles(kernel: Fp4GemmSm90, m: int, n: int) -> int:
     return host.output_tiles(kernel.tile_m, kernel.tile_n, [m], [n])
 
 
-def _table_row(problem: str, a, bs, sfa, sfbs, c, first_tile: int):
-    """(m, n, l, one group-table row) for one gemm-like product (bs: one or two B operands)."""
+def _table_row(problem: str, a, bs, sfa, sfbs, c):
+    """(m, n, l, the table row of one gemm-like product, less its tile index) (bs: one or two B operands)."""
     m, half_k, l = a.shape
     n, k = bs[0].shape[0], half_k * 2
     host.check_gemm_shape(problem, m, n, k)
@@ -24,16 +24,16 @@ def _table_row(problem: str, a, bs, sfa, sfbs, c, first_tile: int):
     if len(bs) == 1:  # the kernel ignores b2 / sfb2 when it has one B operand
         b_addrs, sfb_addrs = b_addrs * 2, sfb_addrs * 2
     row = [host.operand_address("a", a, m, half_k, l), *b_addrs, host.operand_address("sfa", sfa, m, k // 16, l),
-           *sfb_addrs, host.operand_address("c", c, m, n, l), m, n, k, first_tile]
+           *sfb_addrs, host.operand_address("c", c, m, n, l), m, n, k]
     return m, n, l, row
 
 
 def _launch(compiled, key, build_rows, device) -> None:
-    """Launch with a group table built from build_rows() -> (rows, total_tiles, batches) on a miss."""
+    """Launch with a tile table built from build_rows() -> (group rows, tiles per group, batches) on a miss."""
     def build_args():
-        rows, total_tiles, batches = build_rows()
-        table = host.group_table(rows, device)
-        return [Int64(table.data_ptr()), Int32(len(rows)), Int32(total_tiles), Int32(batches)], table
+        rows, tiles, batches = build_rows()
+        table = host.tile_table(rows, tiles, device)
+        return [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)], table
 
     host.cached_launch(compiled, key, build_args)
 
@@ -44,8 +44,8 @@ def run_gemm(data):
     kernel, compiled = host.compile_gemm(**cfg)
 
     def rows():
-        m, n, l, row = _table_row("gemm", a, [b], sfa, [sfb], c, 0)
-        return [row], _tiles(kernel, m, n), l
+        m, n, l, row = _table_row("gemm", a, [b], sfa, [sfb], c)
+        return [row], [_tiles(kernel, m, n)], l
 
     _launch(compiled, host.tensor_key(a, b, sfa, sfb, c), rows, c.device)
     return c
@@ -57,8 +57,8 @@ def run_dual_gemm(data):
     kernel, compiled = host.compile_gemm(**cfg)
 
     def rows():
-        m, n, l, row = _table_row("dual_gemm", a, [b1, b2], sfa, [sfb1, sfb2], c, 0)
-        return [row], _tiles(kernel, m, n), l
+        m, n, l, row = _table_row("dual_gemm", a, [b1, b2], sfa, [sfb1, sfb2], c)
+        return [row], [_tiles(kernel, m, n)], l
 
     _launch(compiled, host.tensor_key(a, b1, b2, sfa, sfb1, sfb2, c), rows, c.device)
     return c
@@ -71,14 +71,14 @@ def run_group_gemm(data):
     kernel, compiled = host.compile_gemm(**cfg)
 
     def rows():
-        out, first = [], 0
+        rows, tiles = [], []
         for (a, b, c), (sfa, sfb) in zip(abc, sf_plain):
-            m, n, l, row = _table_row("group_gemm", a, [b], sfa, [sfb], c, first)
+            m, n, l, row = _table_row("group_gemm", a, [b], sfa, [sfb], c)
             if l != 1:
                 raise ValueError(f"group_gemm: every group has L = 1, got {l}")
-            out.append(row)
-            first += _tiles(kernel, m, n)
-        return out, first, 1
+            rows.append(row)
+            tiles.append(_tiles(kernel, m, n))
+        return rows, tiles, 1
 
     key = tuple(host.tensor_key(a, b, c, sfa, sfb) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain))
     _launch(compiled, key, rows, abc[0][2].device)

@@ -2,12 +2,12 @@
 
 Warp-specialized and "swap-AB": the weights are the MMA's register operand. The decode, the K
 permutation and the exactness argument are in decode.py, the wgmma PTX in wgmma.py. Who decodes
-what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, section 7):
+what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, sections 7 and 8):
 
 - The MMA's register operand is the *weights* (the problem's B, N x K, read once): each
   consumer warp loads its 16 rows straight from global memory into registers (16 bytes per
-  lane per row per 128 K values, the next k tile in flight while this one is multiplied) and
-  decodes them into the wgmma A fragment. Every weight value is decoded exactly once per CTA
+  lane per row per 128 K values, the next k tile in flight while this one is multiplied, the
+  one after it prefetched into L2) and decodes them into the wgmma A fragment. Every weight value is decoded exactly once per CTA
   and by the warp that multiplies it: no shared-memory round trip, no barrier.
 - The smem operand is the *activations* (the problem's A, M x K, small M): a producer
   warpgroup cp.async's the packed tile into a ring, decodes it once per CTA into an fp16 buffer
@@ -15,19 +15,23 @@ what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, section 7):
   consumers hand it back (another mbarrier) once their wgmmas have read it. Two buffers: the
   producer decodes k tile kt + 1 while the consumers multiply kt.
 - The product is computed transposed (rows = N, columns = M): the wgmma N dimension is the
-  activation tile (x_tile = 128 rows of A), the M dimension 64 weight rows per warpgroup.
-- One kernel for the three problems: sizes and addresses come from a small int64 group table
-  in device memory (one row per group; group g owns a contiguous range of CTA indices), so
-  one compile serves every shape and group count and a launch passes four scalars; M need not
-  be a multiple of the tile (rows past M are clamped on load and never stored).
+  activation tile (x_tile = 128 or 64 rows of A), the M dimension 64 weight rows per block.
+- One kernel for the three problems: sizes and addresses come from a small int64 table in
+  device memory with one row per output tile (its group's addresses and sizes, its index in
+  the group: one load round trip per CTA), so one compile serves every shape and group count
+  and a launch passes three scalars; M need not be a multiple of the tile (rows past M are
+  clamped on load and never stored).
 - Split-K over a thread-block cluster: the CTAs of a cluster take disjoint K ranges of one
   output tile; at the end each writes its fp32 tile to its shared memory and each reduces a
   slice of rows over the whole cluster through distributed shared memory (ld.shared::cluster),
   so M = 128 shapes with few N tiles still fill the 132 SMs.
 
-gemm / group gemm: the two consumer warpgroups take 64 weight rows each (128 per CTA); dual
-gemm: warpgroup j multiplies B_j (64 rows of each per CTA, A decoded once for both), and the
-epilogue computes silu(x1) * x2 from the two fp32 tiles in shared memory.
+gemm / group gemm: the two consumer warpgroups take 64 x blocks weight rows each (128 or 256
+per CTA); dual gemm: warpgroup j multiplies B_j (64 x blocks rows of each per CTA, A decoded
+once for both), and the epilogue computes silu(x1) * x2 from the two fp32 tiles in shared memory.
+With blocks = 2 each consumer holds two m64 accumulators (128 fp32 registers per thread):
+setmaxnreg moves registers from the producer (72) to the consumers (216), and the decoded A
+tile feeds twice the MMAs (worklog section 8).
 """
 
 from __future__ import annotations
@@ -49,7 +53,14 @@ THREADS = WG_THREADS * (1 + CONSUMER_WGS)  # warpgroup 0: producer; 1, 2: consum
 XBUFS = 2  # decoded activation buffers (double buffering between producer and consumers)
 BAR_BYTES = 1024  # mbarriers at the start of shared memory; the data starts 1 KB aligned
 PRODUCER_BARRIER_ID = 1  # named barrier of the producer warpgroup (0 is __syncthreads)
+CONSUMER_BARRIER_ID = 2  # named barrier of the two consumer warpgroups
 RED_PAD = 4  # fp32 padding per row of the reduction tile (bank-conflict-free fragment stores)
+# Register split with two weight blocks per consumer (setmaxnreg): 128 x 72 + 256 x 216 <= 64K.
+PRODUCER_REGS = 72
+CONSUMER_REGS = 216
+# Producer decode loop unroll (iterations of 8 rows x 4 words): full with one block; 4 within
+# the 72 registers of the blocks = 2 split, where ptxas spills the fully unrolled loop.
+DECODE_UNROLL = {1: 8, 2: 4}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -88,6 +99,13 @@ def cluster_sync():
 
 
 @cute.jit
+def cluster_sync_relaxed():
+    """Execution-only cluster barrier: no memory ordering, so no wait for this thread's global
+    stores to complete (the .release form waits at GPU scope: MEMBAR.ALL.GPU in the SASS)."""
+    cute.arch.inline_ptx("barrier.cluster.arrive.relaxed.aligned; barrier.cluster.wait.aligned;")
+
+
+@cute.jit
 def lds_cluster_v4(addr: Int32, rank: Int32):
     """Four fp32 from the shared memory of CTA `rank` of the cluster, at the same offset."""
     return cute.arch.inline_ptx(
@@ -96,6 +114,11 @@ def lds_cluster_v4(addr: Int32, rank: Int32):
         write_only_types=[Float32, Float32, Float32, Float32],
         read_only_args=[addr, rank],
     )
+
+
+@cute.jit
+def prefetch_l2(addr: Int64):
+    cute.arch.inline_ptx("prefetch.global.L2 [{$r0}];", read_only_args=[addr])
 
 
 @cute.jit
@@ -114,18 +137,23 @@ def stg_f16x2(addr: Int64, lo: Float32, hi: Float32):
 class Fp4GemmSm90:
     """c = A·Bᵀ (num_b = 1) or silu(A·B1ᵀ) * (A·B2ᵀ) (num_b = 2), for one or many groups.
 
-    Compiled once per (num_b, x_tile, stages, split_k); grid.z = split_k CTAs per output tile,
-    launched as one cluster. tile_m / tile_n: rows of A (activations) / of B (weights) per CTA.
+    Compiled once per (num_b, x_tile, stages, split_k, blocks); grid.z = split_k CTAs per output
+    tile, launched as one cluster. tile_m / tile_n: rows of A (activations) / of B (weights) per
+    CTA. blocks: 64-row weight blocks per consumer warpgroup; 2 halves the activation decode per
+    MMA (the producer's work) and needs setmaxnreg to hold two m64 accumulators.
     """
 
-    def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1):
+    def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1):
         if x_tile % 16 or not 16 <= x_tile <= 128:
             raise ValueError(f"x_tile {x_tile}: a multiple of 16 in 16..128 (wgmma N, registers)")
         if split_k not in (1, 2, 4, 8):
             raise ValueError(f"split_k {split_k}: 1, 2, 4 or 8 (a portable cluster size)")
-        self.num_b, self.stages, self.split_k = num_b, stages, split_k
+        if blocks not in (1, 2) or blocks == 2 and x_tile != 128:
+            raise ValueError(f"blocks {blocks} with x_tile {x_tile}: 1 weight block of 64 rows per consumer "
+                             "warpgroup, or 2 with x_tile 128 (the register split is sized for it)")
+        self.num_b, self.stages, self.split_k, self.blocks = num_b, stages, split_k, blocks
         self.tile_m = x_tile
-        self.tile_n = self.weight_rows(num_b)
+        self.tile_n = self.weight_rows(num_b, blocks)
         self.nacc = x_tile // 2  # fp32 accumulators per consumer thread (m64 n{x_tile})
         self.ring_data_bytes = x_tile * ROW_BYTES
         self.ring_stage_bytes = x_tile * (ROW_BYTES + SF_ROW_BYTES)
@@ -136,30 +164,30 @@ class Fp4GemmSm90:
             raise ValueError(f"{self.smem_bytes()} bytes of shared memory > {SMEM_LIMIT}")
 
     @staticmethod
-    def weight_rows(num_b: int) -> int:
-        """Rows of B per CTA: 64 per consumer warpgroup, shared by the B operands."""
-        return 64 * CONSUMER_WGS // num_b
+    def weight_rows(num_b: int, blocks: int = 1) -> int:
+        """Rows of B per CTA: 64 per block of each consumer warpgroup, shared by the B operands."""
+        return 64 * blocks * CONSUMER_WGS // num_b
 
     def smem_bytes(self) -> int:
         main = self.stages * self.ring_stage_bytes + XBUFS * self.xbuf_bytes
         return BAR_BYTES + max(main, self.num_b * self.red_tile_bytes)
 
     @cute.jit
-    def __call__(self, stream: cuda.CUstream, table: Int64, num_groups: Int32, total_tiles: Int32,
-                 batches: Int32):
-        """table: device address of num_groups rows of TABLE_COLS int64:
-        a, b1, b2, sfa, sfb1, sfb2, c (addresses; b2 / sfb2 unused when num_b == 1), m, n, k,
-        first tile index of the group (0 for group 0, ascending).
+    def __call__(self, stream: cuda.CUstream, table: Int64, total_tiles: Int32, batches: Int32):
+        """table: device address of total_tiles rows of TABLE_COLS int64, one per output tile:
+        a, b1, b2, sfa, sfb1, sfb2, c (addresses; b2 / sfb2 unused when num_b == 1), m, n, k of
+        the tile's group, and the tile's index within its group. One row per tile rather than per
+        group: a CTA reads its row in one memory round trip instead of searching the groups.
 
         a: packed e2m1 [M, K/2] per batch (K-major, batch outermost), b_j likewise [N, K/2];
         sfa / sfb_j: plain e4m3 scales [rows, K/16] per batch; c: fp16 [M, N] per batch.
         grid = (total_tiles, batches, split_k); group gemm has batches = 1.
         """
-        self.kernel(table, num_groups).launch(grid=[total_tiles, batches, self.split_k], block=[THREADS, 1, 1],
-                                              cluster=[1, 1, self.split_k], stream=stream)
+        self.kernel(table, total_tiles).launch(grid=[total_tiles, batches, self.split_k], block=[THREADS, 1, 1],
+                                               cluster=[1, 1, self.split_k], stream=stream)
 
     @cute.kernel
-    def kernel(self, table: Int64, num_groups: Int32):
+    def kernel(self, table: Int64, total_tiles: Int32):
         NB = self.num_b
         XT = self.tile_m
         NACC = self.nacc
@@ -167,40 +195,12 @@ class Fp4GemmSm90:
         tile_id, batch, kz = cute.arch.block_idx()
         wg = tidx // WG_THREADS
 
-        # pattern: tile-scheduler
-        # pattern: control-flow
-        # Group of this CTA: the last group whose first tile index <= tile_id (a runtime loop
-        # with no break: the DSL has no break/return inside runtime control flow). `grp` is
-        # given a value before the loop so that it is visible after it.
+        # The tile, its K range and the operand addresses are read from the tile's table row
+        # inside each role's branch (and again for the epilogue): what is computed before the
+        # branch stays live in both, and with blocks = 2 the producer runs on few registers.
         tbl = cute.make_tensor(cute.make_ptr(Int64, table, cute.AddressSpace.gmem, assumed_align=8),
-                               cute.make_layout(num_groups * TABLE_COLS))
-        grp = Int32(0)
-        for i in cutlass.range(1, num_groups, unroll=1):
-            if tile_id >= Int32(tbl[i * TABLE_COLS + 10]):
-                grp = i
-        # end pattern
-        row0 = grp * TABLE_COLS
-        a_addr, b1_addr, b2_addr = tbl[row0], tbl[row0 + 1], tbl[row0 + 2]
-        sfa_addr, sfb1_addr, sfb2_addr, c_addr = tbl[row0 + 3], tbl[row0 + 4], tbl[row0 + 5], tbl[row0 + 6]
-        m, n, k = Int32(tbl[row0 + 7]), Int32(tbl[row0 + 8]), Int32(tbl[row0 + 9])
-        local = tile_id - Int32(tbl[row0 + 10])
-        m_tiles = (m + XT - 1) // XT
-        x0 = (local % m_tiles) * XT  # CTAs sharing a weight tile are adjacent: its bytes hit L2
-        w0 = (local // m_tiles) * self.tile_n
-        # This CTA's share of the K tiles (split-K over the cluster).
-        k_tiles = k // TILE_K
-        per_split = (k_tiles + self.split_k - 1) // self.split_k
-        kt0 = cutlass.min(kz * per_split, k_tiles)
-        nk = cutlass.min(kt0 + per_split, k_tiles) - kt0
-        # end pattern
-
-        row_bytes_g = Int64(k // 2)
-        sf_row_g = Int64(k // SF_VEC_SIZE)
-        bm, bn = Int64(batch) * Int64(m), Int64(batch) * Int64(n)
-        a_addr, sfa_addr = a_addr + bm * row_bytes_g, sfa_addr + bm * sf_row_g
-        b1_addr, sfb1_addr = b1_addr + bn * row_bytes_g, sfb1_addr + bn * sf_row_g
-        b2_addr, sfb2_addr = b2_addr + bn * row_bytes_g, sfb2_addr + bn * sf_row_g
-        c_addr = c_addr + bm * Int64(n) * Int64(2)
+                               cute.make_layout(total_tiles * TABLE_COLS))
+        row0 = tile_id * TABLE_COLS
 
         # pattern: smem-layout
         # [mbarriers | packed A ring (stages x (data, scales)) | XBUFS decoded A buffers]; after
@@ -223,48 +223,66 @@ class Fp4GemmSm90:
         cute.arch.sync_threads()
         # end pattern
 
-        acc = cute.make_rmem_tensor((NACC,), Float32)  # consumers: fp32 m64 x x_tile fragment
-        acc.fill(0.0)
+        red = ring  # after the main loop: the fp32 tiles of the split-K / dual reduction
         if wg == 0:
-            self._produce(tidx, a_addr, sfa_addr, m, x0, row_bytes_g, sf_row_g, kt0, nk, ring, xbuf, full, empty)
+            if cutlass.const_expr(self.blocks > 1):
+                cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+            m, _n, k, x0, _w0, kt0, nk = self._tile(tbl, row0, kz)
+            bm = Int64(batch) * Int64(m)
+            a_addr, sfa_addr = tbl[row0] + bm * Int64(k // 2), tbl[row0 + 3] + bm * Int64(k // SF_VEC_SIZE)
+            self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty)
         else:
+            if cutlass.const_expr(self.blocks > 1):
+                cute.arch.setmaxregister_increase(CONSUMER_REGS)
             cw = wg - 1
-            # Which weight operand and rows this warpgroup multiplies.
-            w_addr, sfw_addr, wrow = b1_addr, sfb1_addr, w0 + 64 * cw
-            if cutlass.const_expr(NB == 2):
-                w_addr = b1_addr + Int64(cw) * (b2_addr - b1_addr)
-                sfw_addr = sfb1_addr + Int64(cw) * (sfb2_addr - sfb1_addr)
-                wrow = w0
-            self._consume(acc, tidx % WG_THREADS, w_addr, sfw_addr, n, wrow, row_bytes_g, sf_row_g, kt0, nk,
-                          xbuf, full, empty)
-
-        # pattern: epilogue
-        cute.arch.sync_threads()  # ring and buffers are free: they now hold the reduction tiles
-        red = ring
-        if wg > 0:
             ctid = tidx % WG_THREADS
-            cw = wg - 1
+            _m, n, k, _x0, w0, kt0, nk = self._tile(tbl, row0, kz)
+            # Which weight operand (b1 / b2: table columns 1 / 2, scales 4 / 5) and rows this
+            # warpgroup multiplies.
+            j, wrow = 0, w0 + 64 * self.blocks * cw
+            if cutlass.const_expr(NB == 2):
+                j, wrow = cw, w0
+            bn = Int64(batch) * Int64(n)
+            w_addr, sfw_addr = tbl[row0 + 1 + j] + bn * Int64(k // 2), tbl[row0 + 4 + j] + bn * Int64(k // SF_VEC_SIZE)
+            acc = cute.make_rmem_tensor((NACC * self.blocks,), Float32)  # fp32 m64 x x_tile per block
+            acc.fill(0.0)
+            self._consume(acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, xbuf, full, empty)
+
+            # pattern: epilogue
+            # Both consumer warpgroups' wgmmas are done: the ring and the buffers (the producer
+            # finished with them before its last `full` arrive) now hold the reduction tiles. The
+            # accumulators are stored here, so they are not live past this branch (with blocks = 2
+            # the code after it runs under the producer's register limit as well).
+            named_barrier(CONSUMER_BARRIER_ID, WG_THREADS * CONSUMER_WGS)
             lane = ctid % 32
             g, t = lane // 4, lane % 4
-            # wgmma D fragment: acc[4i + 2h + e] = (weight row 16 * warp + 8h + g, activation
-            # column 8i + 2t + e); stored transposed, as the output tile [activation row][weight row].
+            # wgmma D fragment of block bl: acc[NACC bl + 4i + 2h + e] = (weight row 64 bl + 16 warp
+            # + 8h + g, activation column 8i + 2t + e); stored transposed, as the output tile
+            # [activation row][weight row].
             tile = red
             col = 16 * (ctid // 32) + g
             if cutlass.const_expr(NB == 2):
                 tile = red + cw * self.red_tile_bytes
             else:
-                col = col + 64 * cw
-            for i in cutlass.range_constexpr(NACC // 4):
-                for h in cutlass.range_constexpr(2):
-                    for e in cutlass.range_constexpr(2):
-                        r = 8 * i + 2 * t + e
-                        sts_f32(tile + (r * self.red_row + col + 8 * h) * 4, acc[4 * i + 2 * h + e])
+                col = col + 64 * self.blocks * cw
+            for bl in cutlass.range_constexpr(self.blocks):
+                for i in cutlass.range_constexpr(NACC // 4):
+                    for h in cutlass.range_constexpr(2):
+                        for e in cutlass.range_constexpr(2):
+                            r = 8 * i + 2 * t + e
+                            sts_f32(tile + (r * self.red_row + col + 64 * bl + 8 * h) * 4,
+                                    acc[NACC * bl + 4 * i + 2 * h + e])
+            # end pattern
+
+        # pattern: epilogue
         if cutlass.const_expr(self.split_k > 1):
             cluster_sync()
         else:
             cute.arch.sync_threads()
         # Rank kz reduces rows [kz * XT / split_k, ...) over the cluster and stores them: each
         # thread 4 consecutive output columns per step (one fp16x2 pair of stores).
+        m, n, _k, x0, w0, _kt0, _nk = self._tile(tbl, row0, kz)
+        c_addr = tbl[row0 + 6] + Int64(batch) * Int64(m) * Int64(n) * Int64(2)
         rows_per_rank = XT // self.split_k
         units = rows_per_rank * (self.tile_n // 4)
         for it in cutlass.range_constexpr((units + THREADS - 1) // THREADS):
@@ -293,18 +311,37 @@ class Fp4GemmSm90:
                                     v2[2 * pair + e] * ACC_RESCALE)
                         stg_f16x2(c_addr + (Int64(row) * Int64(n) + Int64(colg + 2 * pair)) * Int64(2), out[0], out[1])
         if cutlass.const_expr(self.split_k > 1):
-            cluster_sync()  # no CTA leaves (freeing its shared memory) while others still read it
+            # No CTA leaves (freeing its shared memory) while others still read it; their reads
+            # have returned (their values were used) before they arrive, so no ordering is needed.
+            cluster_sync_relaxed()
         # end pattern
 
     @cute.jit
-    def _produce(self, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32, row_bytes_g: Int64,
-                 sf_row_g: Int64, kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32):
+    def _tile(self, tbl, row0: Int32, kz: Int32):
+        """(m, n, k, first row of A, first row of B, first k tile, k tiles) of this CTA: its
+        output tile (table row at row0) and its share of K (split-K over the cluster)."""
+        # pattern: tile-scheduler
+        m, n, k = Int32(tbl[row0 + 7]), Int32(tbl[row0 + 8]), Int32(tbl[row0 + 9])
+        local = Int32(tbl[row0 + 10])
+        m_tiles = (m + self.tile_m - 1) // self.tile_m
+        x0 = (local % m_tiles) * self.tile_m  # CTAs sharing a weight tile are adjacent: its bytes hit L2
+        w0 = (local // m_tiles) * self.tile_n
+        k_tiles = k // TILE_K
+        per_split = (k_tiles + self.split_k - 1) // self.split_k
+        kt0 = cutlass.min(kz * per_split, k_tiles)
+        nk = cutlass.min(kt0 + per_split, k_tiles) - kt0
+        # end pattern
+        return m, n, k, x0, w0, kt0, nk
+
+    @cute.jit
+    def _produce(self, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32, row_bytes: Int32,
+                 kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32):
         """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal."""
         # pattern: pipeline-setup
         STAGES = self.stages
         for s in cutlass.range_constexpr(STAGES - 1):
             if s < nk:
-                self._load_a(kt0 + s, Int32(s), tidx, a_addr, sfa_addr, m, x0, row_bytes_g, sf_row_g, ring)
+                self._load_a(kt0 + s, Int32(s), tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
             cute.arch.cp_async_commit_group()
         # end pattern
         for it in cutlass.range(nk, unroll=1):
@@ -313,7 +350,7 @@ class Fp4GemmSm90:
             named_barrier(PRODUCER_BARRIER_ID, WG_THREADS)
             nxt = it + STAGES - 1
             if nxt < nk:
-                self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes_g, sf_row_g, ring)
+                self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
             cute.arch.cp_async_commit_group()
             b = it % XBUFS
             # Buffer b was last read by the wgmmas of k tile it - XBUFS (parity trick: the first
@@ -328,11 +365,13 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _load_a(self, kt: Int32, slot: Int32, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32,
-                row_bytes_g: Int64, sf_row_g: Int64, ring: Int32):
+                row_bytes: Int32, ring: Int32):
         """cp.async of A's k tile kt (x_tile rows x 128 bytes + 16 scale bytes) into ring slot."""
         # pattern: tma-load
         # (no TMA: 16-byte cp.async per thread, 8 threads per 128-byte row.) Rows past M are
         # clamped to the last valid row: their products land in output rows that are not stored.
+        # Offsets are 32-bit (the host keeps M x K / 2 < 2^31) and added to the 64-bit base last:
+        # fewer registers for the producer.
         XT = self.tile_m
         data = ring + slot * self.ring_stage_bytes
         sfs = data + self.ring_data_bytes
@@ -340,12 +379,12 @@ class Fp4GemmSm90:
             q = tidx + it * WG_THREADS
             r = q // 8
             u = q % 8
-            src = a_addr + Int64(cutlass.min(x0 + r, m - 1)) * row_bytes_g + Int64(kt * ROW_BYTES + u * 16)
+            src = a_addr + Int64(cutlass.min(x0 + r, m - 1) * row_bytes + kt * ROW_BYTES + u * 16)
             cp_async_16(data + r * ROW_BYTES + ((u ^ (r % 8)) * 16), src)
         for it in cutlass.range_constexpr((XT + WG_THREADS - 1) // WG_THREADS):
             r = tidx + it * WG_THREADS
             if r < XT:
-                src = sfa_addr + Int64(cutlass.min(x0 + r, m - 1)) * sf_row_g + Int64(kt * SF_ROW_BYTES)
+                src = sfa_addr + Int64(cutlass.min(x0 + r, m - 1) * (row_bytes // 8) + kt * SF_ROW_BYTES)
                 cp_async_16(sfs + r * SF_ROW_BYTES, src)
         # end pattern
 
@@ -362,7 +401,7 @@ class Fp4GemmSm90:
         """
         # pattern: fp4-decode
         XT = self.tile_m
-        for it in cutlass.range_constexpr(XT * 8 // WG_THREADS):
+        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=DECODE_UNROLL[self.blocks]):
             wid = tidx + it * WG_THREADS
             j = (wid % 32) // 8
             blk = wid // 32
@@ -389,71 +428,111 @@ class Fp4GemmSm90:
         # end pattern
 
     @cute.jit
-    def _load_w(self, dst, dsf, kt: Int32, base0: Int64, base1: Int64, sf0: Int64, sf1: Int64, t: Int32):
-        """This lane's packed weights of k tile kt: rows g, g + 8, chunks 0, 1 (16 B each) + scales."""
+    def _load_w(self, dst, dsf, kt: Int32, w_addr: Int64, sfw_addr: Int64, off0: Int32, off1: Int32, t: Int32,
+                bl: cutlass.Constexpr = 0):
+        """This lane's packed weights of k tile kt: rows g, g + 8 of a block (byte offsets off0,
+        off1 of their starts), chunks 0, 1 (16 B each) + scales, into dst[16 bl ...], dsf[4 bl ...].
+
+        The offsets stay 32-bit and k-dependent until the final add: four 64-bit row addresses
+        (and four for the scales) live through the loop would cost the consumer 16 registers.
+        """
         for c in cutlass.range_constexpr(2):
             for h in cutlass.range_constexpr(2):
-                base = base0 if cutlass.const_expr(h == 0) else base1
-                sfb = sf0 if cutlass.const_expr(h == 0) else sf1
-                w = ldg_128_stream(base + Int64(kt * ROW_BYTES + 64 * c + 16 * t))
+                off = off0 if cutlass.const_expr(h == 0) else off1
+                w = ldg_128_stream(w_addr + Int64(off + kt * ROW_BYTES + (64 * c + 16 * t)))
                 for x in cutlass.range_constexpr(4):
-                    dst[(c * 2 + h) * 4 + x] = w[x]
-                dsf[c * 2 + h] = ldg_16(sfb + Int64(kt * SF_ROW_BYTES + 8 * c + 2 * t))
+                    dst[16 * bl + (c * 2 + h) * 4 + x] = w[x]
+                # Scale row r starts at r * K / 16 = (r * K / 2) / 8.
+                sf_off = (off >> 3) + kt * SF_ROW_BYTES + (8 * c + 2 * t)
+                dsf[4 * bl + c * 2 + h] = ldg_16(sfw_addr + Int64(sf_off))
 
     @cute.jit
-    def _consume(self, acc, ctid: Int32, w_addr: Int64, sfw_addr: Int64, n: Int32, wrow: Int32, row_bytes_g: Int64,
-                 sf_row_g: Int64, kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32):
-        """Consumer warpgroup: 64 weight rows from global memory, decoded into wgmma A fragments."""
+    def _prefetch_w(self, kt: Int32, w_addr: Int64, sfw_addr: Int64, off0: Int32, off1: Int32):
+        """L2 prefetch of k tile kt of rows off0, off1 (weights and scales), one k tile ahead of
+        the register loads: those then wait on L2, not DRAM (worklog section 8)."""
+        for h in cutlass.range_constexpr(2):
+            off = off0 if cutlass.const_expr(h == 0) else off1
+            prefetch_l2(w_addr + Int64(off + kt * ROW_BYTES))
+            prefetch_l2(sfw_addr + Int64((off >> 3) + kt * SF_ROW_BYTES))
+
+    @cute.jit
+    def _consume(self, acc, ctid: Int32, w_addr: Int64, sfw_addr: Int64, n: Int32, wrow: Int32, row_bytes: Int32,
+                 kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32):
+        """Consumer warpgroup: 64 x blocks weight rows from global memory, decoded into wgmma A
+        fragments. With one block the next k tile's weights are in flight in a second register
+        set; with two, each block's registers are reloaded as soon as its 16 steps are decoded,
+        so the load has the other block's 16 steps to land."""
         # pattern: mma-mainloop
         NACC = self.nacc
+        BL = self.blocks
         lane = ctid % 32
         warp = ctid // 32
         g, t = lane // 4, lane % 4
-        r0 = cutlass.min(wrow + 16 * warp + g, n - 1)  # rows past N clamped, never stored
-        r1 = cutlass.min(wrow + 16 * warp + 8 + g, n - 1)
-        base0, base1 = w_addr + Int64(r0) * row_bytes_g, w_addr + Int64(r1) * row_bytes_g
-        sf0, sf1 = sfw_addr + Int64(r0) * sf_row_g, sfw_addr + Int64(r1) * sf_row_g
-        cur = cute.make_rmem_tensor((16,), Uint32)  # [chunk][h][word] packed weights of k tile kt
-        csf = cute.make_rmem_tensor((4,), Uint32)
-        nxt = cute.make_rmem_tensor((16,), Uint32)  # ... of k tile kt + 1, in flight
-        nsf = cute.make_rmem_tensor((4,), Uint32)
+        # Rows g and g + 8 of each block's 16 rows of this warp (byte offsets: the host keeps
+        # N x K / 2 < 2^31); rows past N clamped, never stored.
+        offs = []
+        for bl in cutlass.range_constexpr(BL):
+            for h in cutlass.range_constexpr(2):
+                offs.append(cutlass.min(wrow + 64 * bl + 16 * warp + 8 * h + g, n - 1) * row_bytes)
+        cur = cute.make_rmem_tensor((16 * BL,), Uint32)  # [block][chunk][h][word] packed weights of k tile kt
+        csf = cute.make_rmem_tensor((4 * BL,), Uint32)
+        # pattern: control-flow
+        # `if const_expr(...)` is decided while tracing: nxt / nsf exist only in the one-block
+        # build, and every use below sits under the same compile-time guard. `if it + 1 < nk`
+        # inside the runtime loop is a real branch of the kernel.
+        if cutlass.const_expr(BL == 1):
+            nxt = cute.make_rmem_tensor((16,), Uint32)  # ... of k tile kt + 1, in flight
+            nsf = cute.make_rmem_tensor((4,), Uint32)
+        # end pattern
         dA = cute.make_rmem_tensor((8,), Uint32)  # two A fragments: decode s + 1 while wgmma s runs
         if nk > 0:
-            self._load_w(cur, csf, kt0, base0, base1, sf0, sf1, t)
+            for bl in cutlass.range_constexpr(BL):
+                self._load_w(cur, csf, kt0, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t, bl)
         for it in cutlass.range(nk, unroll=1):
-            if it + 1 < nk:
-                self._load_w(nxt, nsf, kt0 + it + 1, base0, base1, sf0, sf1, t)
+            if cutlass.const_expr(BL == 1):
+                if it + 1 < nk:
+                    self._load_w(nxt, nsf, kt0 + it + 1, w_addr, sfw_addr, offs[0], offs[1], t)
+                if it + 2 < nk:
+                    self._prefetch_w(kt0 + it + 2, w_addr, sfw_addr, offs[0], offs[1])
             b = it % XBUFS
             mbar_wait(full + 8 * b, (it // XBUFS) & 1)
             xb = xbuf + b * self.xbuf_bytes
-            for c in cutlass.range_constexpr(2):
-                for wj in cutlass.range_constexpr(4):
-                    sc0 = _scale_pair(csf[c * 2 + 0], wj // 2)
-                    sc1 = _scale_pair(csf[c * 2 + 1], wj // 2)
-                    for q in cutlass.range_constexpr(2):
-                        step = 8 * c + 2 * wj + q
-                        fb = 4 * q
-                        # pattern: fp4-decode
-                        dA[fb + 0] = mul_f16x2(_decode_word(cur[(c * 2 + 0) * 4 + wj], 2 * q), sc0)
-                        dA[fb + 1] = mul_f16x2(_decode_word(cur[(c * 2 + 1) * 4 + wj], 2 * q), sc1)
-                        dA[fb + 2] = mul_f16x2(_decode_word(cur[(c * 2 + 0) * 4 + wj], 2 * q + 1), sc0)
-                        dA[fb + 3] = mul_f16x2(_decode_word(cur[(c * 2 + 1) * 4 + wj], 2 * q + 1), sc1)
-                        # end pattern
-                        wgmma_fence()
-                        desc = b_descriptor(xb + 2 * step * CORE_BYTES, CORE_BYTES, B_SBO)
-                        d = wgmma_rs([acc[i] for i in range(NACC)], [dA[fb + 0], dA[fb + 1], dA[fb + 2], dA[fb + 3]],
-                                     desc)
-                        for i in cutlass.range_constexpr(NACC):
-                            acc[i] = d[i]
-                        wgmma_commit()
-                        wgmma_wait_one()
-                        if cutlass.const_expr(step == 0):
-                            # Every wgmma of k tile it - 1 has completed: its buffer is free.
-                            if it > 0:
-                                mbar_arrive(empty + 8 * ((it - 1) % XBUFS))
-            for x in cutlass.range_constexpr(16):
-                cur[x] = nxt[x]
-            for x in cutlass.range_constexpr(4):
-                csf[x] = nsf[x]
+            for bl in cutlass.range_constexpr(BL):
+                for c in cutlass.range_constexpr(2):
+                    for wj in cutlass.range_constexpr(4):
+                        sc0 = _scale_pair(csf[4 * bl + c * 2 + 0], wj // 2)
+                        sc1 = _scale_pair(csf[4 * bl + c * 2 + 1], wj // 2)
+                        w_lo, w_hi = cur[16 * bl + (c * 2 + 0) * 4 + wj], cur[16 * bl + (c * 2 + 1) * 4 + wj]
+                        for q in cutlass.range_constexpr(2):
+                            step = 8 * c + 2 * wj + q
+                            fb = 4 * q
+                            # pattern: fp4-decode
+                            dA[fb + 0] = mul_f16x2(_decode_word(w_lo, 2 * q), sc0)
+                            dA[fb + 1] = mul_f16x2(_decode_word(w_hi, 2 * q), sc1)
+                            dA[fb + 2] = mul_f16x2(_decode_word(w_lo, 2 * q + 1), sc0)
+                            dA[fb + 3] = mul_f16x2(_decode_word(w_hi, 2 * q + 1), sc1)
+                            # end pattern
+                            wgmma_fence()
+                            desc = b_descriptor(xb + 2 * step * CORE_BYTES, CORE_BYTES, B_SBO)
+                            d = wgmma_rs([acc[NACC * bl + i] for i in range(NACC)],
+                                         [dA[fb + 0], dA[fb + 1], dA[fb + 2], dA[fb + 3]], desc)
+                            for i in cutlass.range_constexpr(NACC):
+                                acc[NACC * bl + i] = d[i]
+                            wgmma_commit()
+                            wgmma_wait_one()
+                            if cutlass.const_expr(step == 0 and bl == 0):
+                                # Every wgmma of k tile it - 1 has completed: its buffer is free.
+                                if it > 0:
+                                    mbar_arrive(empty + 8 * ((it - 1) % XBUFS))
+                if cutlass.const_expr(BL > 1):
+                    if it + 1 < nk:  # this block's weights are decoded: fetch its next k tile
+                        self._load_w(cur, csf, kt0 + it + 1, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t, bl)
+                    if it + 2 < nk:
+                        self._prefetch_w(kt0 + it + 2, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1])
+            if cutlass.const_expr(BL == 1):
+                for x in cutlass.range_constexpr(16):
+                    cur[x] = nxt[x]
+                for x in cutlass.range_constexpr(4):
+                    csf[x] = nsf[x]
         wgmma_wait_all()
         # end pattern

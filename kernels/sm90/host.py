@@ -28,22 +28,29 @@ from .gemv_kernel import Fp4GemvSm90  # noqa: E402
 COMPILED = cute_host.CompileCache()
 
 # Kernel configuration per problem; bench/sm90_sweep.py --config overrides it to compare
-# variants. gemm family: x_tile (rows of A per CTA) and split_k (CTAs per output tile, one
-# cluster) = 0: chosen per launch by choose_tiling; stages: depth of the packed-A ring.
+# variants. gemm family: x_tile (rows of A per CTA), blocks (64-row weight blocks per consumer
+# warpgroup) and split_k (CTAs per output tile, one cluster) = 0: chosen per launch by
+# choose_tiling (a value set here fixes it, the others are still chosen); stages: depth of the
+# packed-A ring.
 CONFIG = {
-    "gemm": {"x_tile": 0, "split_k": 0, "stages": 3},
-    "dual_gemm": {"x_tile": 0, "split_k": 0, "stages": 3},
-    "group_gemm": {"x_tile": 0, "split_k": 0, "stages": 3},
+    "gemm": {"x_tile": 0, "blocks": 0, "split_k": 0, "stages": 3},
+    "dual_gemm": {"x_tile": 0, "blocks": 0, "split_k": 0, "stages": 3},
+    "group_gemm": {"x_tile": 0, "blocks": 0, "split_k": 0, "stages": 3},
     # rows_per_warp / unroll = 0: chosen per K by gemv_config.
     "gemv": {"rows_per_warp": 0, "unroll": 0},
 }
 H100_SM_COUNT = 132
-# Cost model of choose_tiling (fitted on the H100, worklog section 7): time of one k tile of a
-# CTA by x_tile, relative to x_tile = 128, and a CTA's fixed cost (first loads, first decode,
-# the epilogue) in the same unit.
-TILE_COST = {128: 1.0, 64: 0.7}
-CTA_OVERHEAD = 3.0
-SPLITS = (1, 2)  # clusters of 4 did not all fit in one wave on the H100 (worklog section 7)
+# Cost model of choose_tiling, fitted on the H100 (worklog section 8): per (x_tile, blocks), the
+# time of one k tile of a CTA relative to (128, 1), a CTA's fixed cost in the same unit (first
+# loads and decode, the epilogue) and the split-K cluster sizes to try.
+TILINGS = {
+    (128, 1): (1.0, 3.0, (1, 2)),
+    (64, 1): (0.7, 3.0, (1, 2)),
+    (128, 2): (1.55, 5.0, (1, 2, 4)),
+}
+# Clusters of 4 CTAs (one per SM) that run in one wave: 28 did (gemm N7168, blocks 2), 32 did
+# not (gemm N4096, blocks 1) on the H100 (GPCs of 16-18 SMs).
+CLUSTERS_OF_4_PER_WAVE = 28
 
 
 def output_tiles(x_tile: int, tile_n: int, m_list, n_list) -> int:
@@ -51,26 +58,32 @@ def output_tiles(x_tile: int, tile_n: int, m_list, n_list) -> int:
     return sum(-(-m // x_tile) * -(-n // tile_n) for m, n in zip(m_list, n_list))
 
 
-def choose_tiling(tile_n: int, m_list, n_list, k_tiles: int, batches: int = 1,
-                  sm_count: int = H100_SM_COUNT) -> tuple:
-    """(x_tile, split_k) minimizing waves x (K tiles per CTA x tile cost + CTA overhead).
+def choose_tiling(num_b: int, m_list, n_list, k_tiles: int, batches: int = 1, sm_count: int = H100_SM_COUNT,
+                  x_tile: int = 0, blocks: int = 0, split_k: int = 0) -> tuple:
+    """(x_tile, blocks, split_k) minimizing waves x (K tiles per CTA x tile cost + CTA overhead).
 
-    One CTA per SM (~190 KB of shared memory). E.g. gemm M=128 N=7168 K=16384: 56 tiles of
-    128 weight rows -> split 2 (112 CTAs, one wave); gemm M=128 N=4096 K=7168: x_tile 64,
-    split 2 (128 CTAs). On the 11 benchmark shapes it picked the fastest of the 4 measured
-    (x_tile, split) pairs every time (worklog section 7). Ties go to the larger tile and the
-    smaller split.
+    One CTA per SM (~190 KB of shared memory). Non-zero arguments fix that choice. E.g. gemm
+    M=128 N=7168 K=16384: 28 tiles of 256 weight rows (blocks 2) -> split 4 (28 clusters of 4);
+    gemm M=128 N=4096 K=7168: x_tile 64, one block, split 2 (128 CTAs). Ties go to the first
+    candidate: the larger x_tile, one block, the smaller split.
     """
     best, best_cost = None, None
-    for x_tile in (128, 64):
-        tiles = output_tiles(x_tile, tile_n, m_list, n_list) * batches
-        for split in SPLITS:
-            if split > 1 and k_tiles < 2 * split:
+    for (xt, bl), (tile_cost, overhead, splits) in TILINGS.items():
+        if x_tile and xt != x_tile or blocks and bl != blocks:
+            continue
+        tiles = output_tiles(xt, Fp4GemmSm90.weight_rows(num_b, bl), m_list, n_list) * batches
+        for split in (split_k,) if split_k else splits:
+            if split > 1 and k_tiles < 2 * split and not split_k:
                 continue
-            waves = -(-tiles * split // sm_count)
-            cost = waves * (-(-k_tiles // split) * TILE_COST[x_tile] + CTA_OVERHEAD)
+            if split == 4:
+                waves = -(-tiles // CLUSTERS_OF_4_PER_WAVE)
+            else:
+                waves = -(-tiles * split // sm_count)
+            cost = waves * (-(-k_tiles // split) * tile_cost + overhead)
             if best_cost is None or cost < best_cost - 1e-9:
-                best, best_cost = (x_tile, split), cost
+                best, best_cost = (xt, bl, split), cost
+    if best is None:
+        raise ValueError(f"no gemm tiling with x_tile={x_tile}, blocks={blocks}: choose from {sorted(TILINGS)}")
     return best
 
 
@@ -78,21 +91,21 @@ def gemm_config(problem: str, m_list, n_list, k: int, batches: int = 1) -> dict:
     """Compile options of one launch (rows of A and of B per group, K, batches)."""
     cfg = CONFIG[problem]
     num_b = 2 if problem == "dual_gemm" else 1
-    x_tile, split_k = choose_tiling(Fp4GemmSm90.weight_rows(num_b), m_list, n_list, k // TILE_K, batches)
-    return {"num_b": num_b, "x_tile": cfg["x_tile"] or x_tile, "split_k": cfg["split_k"] or split_k,
-            "stages": cfg["stages"]}
+    x_tile, blocks, split_k = choose_tiling(num_b, m_list, n_list, k // TILE_K, batches, x_tile=cfg["x_tile"],
+                                            blocks=cfg["blocks"], split_k=cfg["split_k"])
+    return {"num_b": num_b, "x_tile": x_tile, "blocks": blocks, "split_k": split_k, "stages": cfg["stages"]}
 
 
-def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 1, keep_cubin: bool = False):
+def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
+                 keep_cubin: bool = False):
     """(kernel object, compiled function), compiled once per static configuration."""
     def build():
-        kernel = Fp4GemmSm90(num_b=num_b, x_tile=x_tile, stages=stages, split_k=split_k)
+        kernel = Fp4GemmSm90(num_b=num_b, x_tile=x_tile, stages=stages, split_k=split_k, blocks=blocks)
         compile_fn = cute.compile[cute.KeepCUBIN()] if keep_cubin else cute.compile
-        compiled = compile_fn(kernel, cute_host.fake_stream(), cutlass.Int64(0), cutlass.Int32(1),
-                              cutlass.Int32(1), cutlass.Int32(1))
+        compiled = compile_fn(kernel, cute_host.fake_stream(), cutlass.Int64(0), cutlass.Int32(1), cutlass.Int32(1))
         return kernel, compiled
 
-    return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, keep_cubin), build)
+    return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, blocks, keep_cubin), build)
 
 
 def gemv_config(k: int) -> dict:
@@ -134,6 +147,9 @@ def check_gemm_shape(problem: str, m: int, n: int, k: int) -> None:
         raise UnsupportedShape(f"{problem} (sm90): K={k} must be a multiple of {TILE_K}")
     if n % 2:
         raise UnsupportedShape(f"{problem} (sm90): N={n} must be even")
+    if max(m, n) * k // 2 >= 2 ** 31:
+        # The kernel addresses rows of one operand (per batch) with 32-bit byte offsets.
+        raise UnsupportedShape(f"{problem} (sm90): {max(m, n)} x {k} fp4 values is 2 GiB or more per operand")
 
 
 def operand_address(name: str, t, rows: int, cols: int, batches: int) -> int:
@@ -191,10 +207,13 @@ def cached_launch(compiled, key: tuple, build_args) -> None:
     compiled.run_compiled_program(entry[0])
 
 
-def group_table(rows: list, device):
-    """Device int64 tensor [len(rows), TABLE_COLS] for the gemm-family kernel (one small copy)."""
+def tile_table(group_rows: list, tiles_per_group: list, device):
+    """Device int64 tensor [total tiles, TABLE_COLS] for the gemm-family kernel (one small copy):
+    each group's row (addresses, m, n, k) once per output tile, followed by the tile's index in
+    its group."""
     import torch
 
+    rows = [row + [local] for row, tiles in zip(group_rows, tiles_per_group) for local in range(tiles)]
     return torch.tensor(rows, dtype=torch.int64).to(device)
 
 

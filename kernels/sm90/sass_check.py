@@ -29,32 +29,39 @@ from . import host  # noqa: E402
 # CUDA-core gemv, the packed fp16 FMAs (HFMA2) and the 128-bit global loads.
 GEMM_REQUIRED = {"HGMMA": "tensor-core warpgroup MMA (wgmma)", "LDGSTS": "cp.async global -> shared",
                  "SYNCS": "mbarrier producer/consumer hand-off",
-                 "HMUL2": "packed fp16 multiply applying the block scale in the decode"}
+                 "HMUL2": "packed fp16 multiply applying the block scale in the decode",
+                 "CCTL": "L2 prefetch of the weights one k tile ahead of the register loads"}
 GEMV_REQUIRED = {"HFMA2": "packed fp16 FMA of decoded products", "LDG": "global loads of A"}
 FORBIDDEN = {"STL": "register spill to local memory", "LDL": "register reload from local memory"}
 
 
 def configurations():
     """(name, build) for every configuration the benchmark shapes compile (host.gemm_config)."""
-    gemm = host.gemm_config("gemm", [128], [7168], 16384)  # x_tile 128, split-K 2 (cluster)
-    gemm64 = host.gemm_config("gemm", [128], [4096], 7168)  # x_tile 64, split-K 2
-    dual = host.gemm_config("dual_gemm", [256], [4096], 7168)  # x_tile 128, no split
-    group = host.gemm_config("group_gemm", [192, 320], [3072] * 2, 4096)
-    return [
-        ("gemm", lambda: host.compile_gemm(keep_cubin=True, **gemm)),
-        ("gemm_x64", lambda: host.compile_gemm(keep_cubin=True, **gemm64)),
-        ("dual_gemm", lambda: host.compile_gemm(keep_cubin=True, **dual)),
-        ("group_gemm", lambda: host.compile_gemm(keep_cubin=True, **group)),
-        ("gemv", lambda: host.compile_gemv(keep_cubin=True, **host.CONFIG["gemv"])),
+    shapes = [
+        ("gemm", "gemm", [128], [7168], 16384),  # x_tile 128, 2 weight blocks, split-K 4
+        ("gemm_x64", "gemm", [128], [4096], 7168),  # x_tile 64, 1 block, split-K 2
+        ("gemm_1block", "gemm", [128], [7168], 2048),  # x_tile 128, 1 block, split-K 2
+        ("dual_gemm", "dual_gemm", [256], [4096], 7168),  # 2 blocks, split-K 2
+        ("dual_gemm_nosplit", "dual_gemm", [512], [4096], 7168),  # 2 blocks, no split
+        ("group_gemm", "group_gemm", [192, 320], [3072] * 2, 4096),  # 2 blocks, split-K 2
     ]
+    out = []
+    for name, problem, m, n, k in shapes:
+        cfg = host.gemm_config(problem, m, n, k)
+        out.append((name, cfg, lambda cfg=cfg: host.compile_gemm(keep_cubin=True, **cfg)))
+    gemv = host.gemv_config(16384)
+    out.append(("gemv", gemv, lambda: host.compile_gemv(keep_cubin=True, **gemv)))
+    return out
 
 
-def check(name, build) -> dict:
+def check(name, cfg, build) -> dict:
     t0 = time.time()
     _kernel, compiled = build()
     sass = host.sass_of(compiled)
     ops = cute_host.sass_opcodes(sass)
     required = GEMV_REQUIRED if name == "gemv" else GEMM_REQUIRED
+    if cfg.get("blocks") == 2:
+        required = {**required, "USETMAXREG": "setmaxnreg: registers moved from the producer to the consumers"}
     failures = [f"no {op} ({why})" for op, why in required.items() if ops[op] == 0]
     failures += [f"{ops[op]} x {op} ({why})" for op, why in FORBIDDEN.items() if ops[op]]
     if name != "gemv" and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") > 2:
@@ -63,8 +70,8 @@ def check(name, build) -> dict:
         if not any("LDG" in line and ".128" in line for line in sass.splitlines()):
             failures.append("no 128-bit global load of A")
     keep = ("HMMA", "HGMMA", "LDGSTS", "LDS", "LDSM", "LDG", "STG", "HMUL2", "HFMA2", "LOP3", "SHF", "PRMT",
-            "BAR", "SYNCS", "STL", "LDL")
-    return {"name": name, "targets": sorted(cute_host.sass_targets(sass)), "seconds": round(time.time() - t0, 1),
+            "BAR", "SYNCS", "USETMAXREG", "STL", "LDL")
+    return {"name": name, "config": cfg, "targets": sorted(cute_host.sass_targets(sass)), "seconds": round(time.time() - t0, 1),
             "counts": {op: ops[op] for op in keep if ops[op]}, "failures": failures}
 
 
@@ -73,14 +80,14 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="one JSON report per line")
     args = ap.parse_args()
     ok = True
-    for name, build in configurations():
-        report = check(name, build)
+    for name, cfg, build in configurations():
+        report = check(name, cfg, build)
         ok &= not report["failures"]
         if args.json:
             print(json.dumps(report), flush=True)
         else:
             status = "ok" if not report["failures"] else "FAIL: " + "; ".join(report["failures"])
-            print(f"{name:<11} {','.join(report['targets'])} {report['seconds']:>5}s {report['counts']} {status}", flush=True)
+            print(f"{name:<17} {','.join(report['targets'])} {report['seconds']:>5}s {report['counts']} {status}", flush=True)
     return 0 if ok else 1
 
 

@@ -35,6 +35,7 @@ def test_bad_inputs_get_one_line_errors():
         "from kernels.sm90 import host\n"
         "from kernels.errors import UnsupportedShape\n"
         "for call in (lambda: host.check_gemm_shape('gemm', 128, 128, 200),\n"
+        "             lambda: host.check_gemm_shape('gemm', 128, 2 ** 20, 2 ** 12),\n"
         "             lambda: host.operand_address('sfa', torch.zeros(2, 2, 1), 2, 2, 1),\n"
         "             lambda: host.operand_address('a', torch.zeros(2, 2, 1, dtype=torch.uint8), 2, 2, 1)):\n"
         "    try:\n"
@@ -45,7 +46,8 @@ def test_bad_inputs_get_one_line_errors():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**__import__("os").environ, "CUTE_DSL_ARCH": "sm_90a"})
     lines = [ln for ln in out.stdout.splitlines() if "|" in ln]
-    assert len(lines) == 3, out.stderr[-2000:]
+    assert len(lines) == 4, out.stderr[-2000:]
     assert lines[0].startswith("UnsupportedShape") and "multiple of 256" in lines[0]
-    assert "float8_e4m3fn" in lines[1]
-    assert "CUDA tensor" in lines[2]
+    assert lines[1].startswith("UnsupportedShape") and "2 GiB" in lines[1]
+    assert "float8_e4m3fn" in lines[2]
+    assert "CUDA tensor" in lines[3]

@@ -49,13 +49,17 @@ def test_repeated_calls_on_new_inputs_are_not_served_stale_launches():
         assert check_output(p, fn(data), p.reference(data)).ok
 
 
-@pytest.mark.parametrize("x_tile,split_k", [(128, 1), (128, 2), (64, 1), (64, 2)])
-def test_every_tiling_matches_reference(x_tile, split_k, monkeypatch):
-    # The host picks (x_tile, split_k) per launch; force each pair on the correctness shapes
-    # (M and N tails, L > 1, K = 256 where a split-K cluster rank gets no k tile).
+TILINGS = [(128, 1, 1), (128, 1, 2), (64, 1, 1), (64, 1, 2), (128, 2, 1), (128, 2, 2), (128, 2, 4)]
+
+
+@pytest.mark.parametrize("x_tile,blocks,split_k", TILINGS)
+def test_every_tiling_matches_reference(x_tile, blocks, split_k, monkeypatch):
+    # The host picks (x_tile, blocks, split_k) per launch; force each one on the correctness
+    # shapes (M and N tails, L > 1, K = 256 where a split-K cluster rank gets no k tile).
     from kernels.sm90 import host
 
     for name in ("gemm", "dual_gemm", "group_gemm"):
-        monkeypatch.setitem(host.CONFIG, name, {**host.CONFIG[name], "x_tile": x_tile, "split_k": split_k})
+        cfg = {"x_tile": x_tile, "blocks": blocks, "split_k": split_k}
+        monkeypatch.setitem(host.CONFIG, name, {**host.CONFIG[name], **cfg})
         for shape in get_problem(name).tests:
             _check(name, shape, 3333)

@@ -18,7 +18,8 @@ from sass import sass_reports, skip_reason
 
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = ["gemm", "gemm_x64", "dual_gemm", "group_gemm", "gemv"]
+GEMM_CONFIGS = ["gemm", "gemm_x64", "gemm_1block", "dual_gemm", "dual_gemm_nosplit", "group_gemm"]
+CONFIGS = GEMM_CONFIGS + ["gemv"]
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +34,21 @@ def test_sass_targets_sm90a_and_has_required_instructions(reports, name):
     assert report["failures"] == [], report["failures"]
 
 
-@pytest.mark.parametrize("name", ["gemm", "gemm_x64", "dual_gemm", "group_gemm"])
+@pytest.mark.parametrize("name", GEMM_CONFIGS)
 def test_gemm_family_uses_tensor_cores(reports, name):
-    counts = reports[name]["counts"]
-    # one HGMMA per k16 step of the 256-value k tile, in the consumer's unrolled loop
-    assert counts.get("HGMMA", 0) == 16, counts
+    counts, blocks = reports[name]["counts"], reports[name]["config"]["blocks"]
+    # one HGMMA per k16 step of the 256-value k tile and weight block, in the consumer's unrolled loop
+    assert counts.get("HGMMA", 0) == 16 * blocks, counts
+
+
+def test_benchmark_shapes_cover_both_weight_block_counts(reports):
+    # The host picks 2 weight blocks per consumer (setmaxnreg split) where it measured faster,
+    # 1 elsewhere; the SASS check must cover both builds.
+    assert {reports[name]["config"]["blocks"] for name in GEMM_CONFIGS} == {1, 2}
 
 
 def test_dual_gemm_decodes_a_once_for_both_products(reports):
+    assert reports["gemm"]["config"]["blocks"] == reports["dual_gemm"]["config"]["blocks"]
     gemm, dual = reports["gemm"]["counts"], reports["dual_gemm"]["counts"]
     # Same code: in the dual gemm the two consumer warpgroups multiply B1 and B2 by the one
     # decoded A buffer, so it decodes exactly what the gemm decodes (every decoded fp16x2
