@@ -109,21 +109,34 @@ def mul_f16x2(a: Uint32, b: Uint32):
 
 # pattern: fp4-decode
 @cute.jit
+def _prmt_zero(x: Uint32, selector: cutlass.Constexpr):
+    """Bytes of x (selector nibbles 0-3) or zero bytes (4) in each output byte."""
+    return cute.arch.inline_ptx(
+        f"prmt.b32 {{$w0}}, {{$r0}}, 0, {selector:#06x};",
+        write_only_types=[Uint32],
+        read_only_args=[x],
+    )
+
+
+@cute.jit
 def _decode_word(w: Uint32, i: cutlass.Constexpr):
     """fp16x2 bits of (n_i, n_i+4) * 2^-14 for nibbles n_0..n_7 of w (n_0 lowest).
 
     An e2m1 nibble s|e1 e0|m placed at fp16 bit positions (s << 15) | (e1e0m << 9) is the
     fp16 number e2m1 * 2^-14 (exponent bias 15 vs 1; code 1 = 0.5 becomes the subnormal
-    2^-15). Nibbles i and i + 4 are 16 bits apart, exactly the distance of the two fp16
-    halves, so one shift + mask moves both.
+    2^-15): the fp16's high byte is s|000|e1 e0 m|0 and its low byte is zero. One "spread"
+    word builds that high byte for the even nibbles (0, 2, 4, 6; one per byte) and one for the
+    odd nibbles (two shifts and masks each, for four nibbles at once); a byte permute (PRMT)
+    then places the bytes of n_i and n_i+4 in the high bytes of the two fp16 halves. Callers
+    decode all four i of a word, and the spreads are computed once per word (common
+    subexpressions): 11 operations per word instead of 15 for a shift + mask per field.
     """
-    em_shift = 9 - 4 * i  # nibble bits 4i..4i+2 -> 9..11 (and 4i+16.. -> 25..27)
-    sign_shift = 12 - 4 * i  # nibble bit 4i+3 -> 15 (and 4i+19 -> 31)
-    if cutlass.const_expr(em_shift >= 0):
-        em = (w << em_shift) & Uint32(0x0E000E00)
-    else:
-        em = (w >> (-em_shift)) & Uint32(0x0E000E00)
-    return em | ((w << sign_shift) & Uint32(0x80008000))
+    if cutlass.const_expr(i % 2 == 0):  # nibbles 0, 2, 4, 6 sit in the low half of bytes 0..3
+        spread = ((w << Uint32(1)) & Uint32(0x0E0E0E0E)) | ((w << Uint32(4)) & Uint32(0x80808080))
+    else:  # nibbles 1, 3, 5, 7: the high half of bytes 0..3
+        spread = ((w >> Uint32(3)) & Uint32(0x0E0E0E0E)) | (w & Uint32(0x80808080))
+    # i = 0, 1: n_i in byte 0 and n_i+4 in byte 2 of the spread; i = 2, 3: bytes 1 and 3.
+    return _prmt_zero(spread, 0x2404 if cutlass.const_expr(i < 2) else 0x3414)
 
 
 @cute.jit

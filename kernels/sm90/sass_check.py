@@ -25,11 +25,13 @@ from . import host  # noqa: E402
 
 # Instructions each kernel relies on: the tensor-core MMA (HGMMA = wgmma), the cp.async
 # global->shared copies of A (LDGSTS), the mbarrier hand-off between the producer and the
-# consumer warpgroups (SYNCS) and the scale multiply of the decode for the gemm family; for the
+# consumer warpgroups (SYNCS), the byte permute and scale multiply of the decode and the L2
+# prefetch of the weights for the gemm family (plus setmaxnreg in 2-block builds); for the
 # CUDA-core gemv, the packed fp16 FMAs (HFMA2) and the 128-bit global loads.
 GEMM_REQUIRED = {"HGMMA": "tensor-core warpgroup MMA (wgmma)", "LDGSTS": "cp.async global -> shared",
                  "SYNCS": "mbarrier producer/consumer hand-off",
                  "HMUL2": "packed fp16 multiply applying the block scale in the decode",
+                 "PRMT": "byte permute placing decoded e2m1 values in the fp16 halves",
                  "CCTL": "L2 prefetch of the weights one k tile ahead of the register loads"}
 GEMV_REQUIRED = {"HFMA2": "packed fp16 FMA of decoded products", "LDG": "global loads of A"}
 FORBIDDEN = {"STL": "register spill to local memory", "LDL": "register reload from local memory"}
