@@ -51,3 +51,31 @@ def test_bad_inputs_get_one_line_errors():
     assert lines[1].startswith("UnsupportedShape") and "2 GiB" in lines[1]
     assert "float8_e4m3fn" in lines[2]
     assert "CUDA tensor" in lines[3]
+
+
+def test_tiling_cost_model_picks_the_measured_fastest_on_the_benchmark_shapes():
+    # The H100 grid of worklog section 8 measured every (x_tile, blocks, split_k) candidate on
+    # the 11 benchmark shapes; the cost model must keep picking the fastest one (re-measure and
+    # re-fit host.TILINGS when the kernel changes).
+    pytest.importorskip("cutlass")
+    import subprocess
+    import sys
+
+    code = (
+        "from kernels import get_problem\n"
+        "from kernels.sm90 import host\n"
+        "for name in ('gemm', 'dual_gemm', 'group_gemm'):\n"
+        "    for s in get_problem(name).benchmarks:\n"
+        "        lst = lambda v: v if isinstance(v, list) else [v]\n"
+        "        c = host.gemm_config(name, lst(s['m']), lst(s['n']), lst(s['k'])[0], s.get('l', 1))\n"
+        "        print(name, c['x_tile'], c['blocks'], c['split_k'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "CUTE_DSL_ARCH": "sm_90a"})
+    picks = [line.split() for line in out.stdout.splitlines() if line.split()[:1] in (["gemm"], ["dual_gemm"],
+                                                                                         ["group_gemm"])]
+    assert [" ".join(p[1:]) for p in picks] == [
+        "128 2 4", "64 1 2", "128 1 2",  # gemm N7168 K16384, N4096 K7168, N7168 K2048
+        "128 2 2", "128 2 1", "128 2 2", "128 2 1",  # dual M256 N4096, M512 N4096, M256 N3072, M512 N3072
+        "128 2 2", "128 2 1", "128 2 2", "128 1 1",  # group G8 N4096, G8 N7168, G2 N3072, G2 N4096
+    ], out.stderr[-2000:]
