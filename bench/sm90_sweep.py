@@ -118,11 +118,9 @@ def host_us(fn, data, calls: int = 50) -> float:
 
 def tiling(host, name: str, shape: dict) -> str:
     """The kernel configuration host picks for one shape (gemm family: x_tile, weight blocks, split-K)."""
+    cfg = host.shape_config(name, shape)
     if name == "gemv":
-        cfg = host.gemv_config(shape["k"])
         return f"{cfg['rows_per_warp']}x{cfg['unroll']}"
-    as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
-    cfg = host.gemm_config(name, as_list(shape["m"]), as_list(shape["n"]), as_list(shape["k"])[0], shape.get("l", 1))
     return f"x{cfg['x_tile']} b{cfg['blocks']} s{cfg['split_k']}"
 
 

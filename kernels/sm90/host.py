@@ -96,6 +96,14 @@ def gemm_config(problem: str, m_list, n_list, k: int, batches: int = 1) -> dict:
     return {"num_b": num_b, "x_tile": x_tile, "blocks": blocks, "split_k": split_k, "stages": cfg["stages"]}
 
 
+def shape_config(problem: str, shape: dict) -> dict:
+    """Compile options for one shape of kernels.problems (m, n, k, l; group gemm: lists per group)."""
+    if problem == "gemv":
+        return gemv_config(shape["k"])
+    as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+    return gemm_config(problem, as_list(shape["m"]), as_list(shape["n"]), as_list(shape["k"])[0], shape.get("l", 1))
+
+
 def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
                  keep_cubin: bool = False):
     """(kernel object, compiled function), compiled once per static configuration."""

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import kernels
+from sass import python_for_arch
 
 
 @pytest.mark.parametrize("problem", ["gemv", "gemm", "dual_gemm", "group_gemm"])
@@ -26,9 +27,6 @@ def test_package_init_does_not_import_cutlass():
 
 def test_bad_inputs_get_one_line_errors():
     pytest.importorskip("cutlass")
-    import subprocess
-    import sys
-
     # In a subprocess: importing kernels.sm90.host fixes the DSL arch to sm_90a.
     code = (
         "import torch\n"
@@ -43,8 +41,7 @@ def test_bad_inputs_get_one_line_errors():
         "    except (UnsupportedShape, ValueError) as exc:\n"
         "        print(type(exc).__name__, '|', exc)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**__import__("os").environ, "CUTE_DSL_ARCH": "sm_90a"})
+    out = python_for_arch(["-c", code], "sm_90a", timeout=120)
     lines = [ln for ln in out.stdout.splitlines() if "|" in ln]
     assert len(lines) == 4, out.stderr[-2000:]
     assert lines[0].startswith("UnsupportedShape") and "multiple of 256" in lines[0]
@@ -58,20 +55,15 @@ def test_tiling_cost_model_picks_the_measured_fastest_on_the_benchmark_shapes():
     # the 11 benchmark shapes; the cost model must keep picking the fastest one (re-measure and
     # re-fit host.TILINGS when the kernel changes).
     pytest.importorskip("cutlass")
-    import subprocess
-    import sys
-
     code = (
         "from kernels import get_problem\n"
         "from kernels.sm90 import host\n"
         "for name in ('gemm', 'dual_gemm', 'group_gemm'):\n"
         "    for s in get_problem(name).benchmarks:\n"
-        "        lst = lambda v: v if isinstance(v, list) else [v]\n"
-        "        c = host.gemm_config(name, lst(s['m']), lst(s['n']), lst(s['k'])[0], s.get('l', 1))\n"
+        "        c = host.shape_config(name, s)\n"
         "        print(name, c['x_tile'], c['blocks'], c['split_k'])\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**__import__("os").environ, "CUTE_DSL_ARCH": "sm_90a"})
+    out = python_for_arch(["-c", code], "sm_90a", timeout=120)
     picks = [line.split() for line in out.stdout.splitlines() if line.split()[:1] in (["gemm"], ["dual_gemm"],
                                                                                          ["group_gemm"])]
     assert [" ".join(p[1:]) for p in picks] == [

@@ -8,16 +8,10 @@ Skips with a reason when cutlass (nvidia-cutlass-dsl) or cuobjdump is missing.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from sass import sass_reports, skip_reason
+from sass import python_for_arch, sass_reports, skip_reason
 
-
-ROOT = Path(__file__).resolve().parents[2]
 GEMM_CONFIGS = ["gemm", "gemm_x64", "gemm_1block", "dual_gemm", "dual_gemm_nosplit", "group_gemm"]
 CONFIGS = GEMM_CONFIGS + ["gemv"]
 
@@ -79,9 +73,7 @@ def test_gemv_configs_chosen_per_k_compile_without_spills(tmp_path):
         "                      'local': sum(('STL' in ln or 'LDL' in ln) for ln in lines)}))\n"
     )
     # run in a scratch folder: keep_cubin writes the cubin to the working directory
-    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a", PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = python_for_arch(["-c", code], "sm_90a", cwd=tmp_path)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     assert len(rows) == 3, proc.stderr[-2000:]
     by_k = {r["k"]: r for r in rows}
