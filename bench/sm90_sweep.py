@@ -129,7 +129,7 @@ def parse_configs(items):
     out = {}
     for item in items or []:
         name, _, rest = item.partition(":")
-        out[name] = {key: int(val) if val.isdigit() else val for key, val in (kv.split("=") for kv in rest.split(",") if kv)}
+        out[name] = {key: int(val) for key, val in (kv.split("=") for kv in rest.split(",") if kv)}
     return out
 
 

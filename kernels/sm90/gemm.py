@@ -7,7 +7,6 @@ from __future__ import annotations
 from cutlass import Int32, Int64
 
 from . import host
-from .decode import TILE_K
 from .gemm_kernel import Fp4GemmSm90
 
 
@@ -29,18 +28,12 @@ def _table_row(problem: str, a, bs, sfa, sfbs, c):
     return m, n, l, row
 
 
-def _launch(kernel: Fp4GemmSm90, compiled, key, build_rows, device) -> None:
+def _launch(compiled, key, build_rows, device) -> None:
     """Launch with a tile table built from build_rows() -> (group rows, tiles per group, batches) on a miss."""
     def build_args():
         rows, tiles, batches = build_rows()
-        table = host.tile_table(rows, tiles, batches, device)
-        total = sum(tiles) * batches
-        ctas, work, counters = 1, None, None
-        if kernel.stream_k:
-            ctas, work, counters = host.stream_k_launch(kernel, total, rows[0][9] // TILE_K, device)
-        addr = lambda t: 0 if t is None else t.data_ptr()  # noqa: E731
-        args = [Int64(table.data_ptr()), Int32(total), Int64(addr(work)), Int64(addr(counters)), Int32(ctas)]
-        return args, (table, work, counters)
+        table = host.tile_table(rows, tiles, device)
+        return [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)], table
 
     host.cached_launch(compiled, key, build_args)
 
@@ -54,7 +47,7 @@ def run_gemm(data):
         m, n, l, row = _table_row("gemm", a, [b], sfa, [sfb], c)
         return [row], [_tiles(kernel, m, n)], l
 
-    _launch(kernel, compiled, host.tensor_key(a, b, sfa, sfb, c), rows, c.device)
+    _launch(compiled, host.tensor_key(a, b, sfa, sfb, c), rows, c.device)
     return c
 
 
@@ -67,15 +60,14 @@ def run_dual_gemm(data):
         m, n, l, row = _table_row("dual_gemm", a, [b1, b2], sfa, [sfb1, sfb2], c)
         return [row], [_tiles(kernel, m, n)], l
 
-    _launch(kernel, compiled, host.tensor_key(a, b1, b2, sfa, sfb1, sfb2, c), rows, c.device)
+    _launch(compiled, host.tensor_key(a, b1, b2, sfa, sfb1, sfb2, c), rows, c.device)
     return c
 
 
 def run_group_gemm(data):
     abc, sf_plain, _sf_perm, _sizes = data
-    ks = [2 * a.shape[1] for a, _b, _c in abc]
     cfg = host.gemm_config("group_gemm", [a.shape[0] for a, _b, _c in abc], [b.shape[0] for _a, b, _c in abc],
-                           max(ks), stream_ok=len(set(ks)) == 1)
+                           2 * abc[0][0].shape[1])
     kernel, compiled = host.compile_gemm(**cfg)
 
     def rows():
@@ -89,5 +81,5 @@ def run_group_gemm(data):
         return rows, tiles, 1
 
     key = tuple(host.tensor_key(a, b, c, sfa, sfb) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain))
-    _launch(kernel, compiled, key, rows, abc[0][2].device)
+    _launch(compiled, key, rows, abc[0][2].device)
     return [c for _a, _b, c in abc]

@@ -41,8 +41,6 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32
-from cutlass._mlir.dialects import llvm
-from cutlass.cutlass_dsl import T
 
 from .decode import (ACC_RESCALE, ROW_BYTES, SF_ROW_BYTES, SF_VEC_SIZE, TABLE_COLS, TILE_K, _decode_word,
                      _scale_pair, cp_async_16, ldg_16, ldg_128_stream, lds_32, mul_f16x2, sts_128)
@@ -50,15 +48,12 @@ from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_asy
                     wgmma_fence, wgmma_rs, wgmma_wait_all, wgmma_wait_one)
 
 WG_THREADS = 128
-THREADS_MAX = 1024  # threads per CTA, a CUDA limit
 CONSUMER_WGS = 2
 THREADS = WG_THREADS * (1 + CONSUMER_WGS)  # warpgroup 0: producer; 1, 2: consumers
 XBUFS = 2  # decoded activation buffers (double buffering between producer and consumers)
 BAR_BYTES = 1024  # mbarriers at the start of shared memory; the data starts 1 KB aligned
 PRODUCER_BARRIER_ID = 1  # named barrier of the producer warpgroup (0 is __syncthreads)
 CONSUMER_BARRIER_ID = 2  # named barrier of the two consumer warpgroups
-SEGMENT_BARRIER_ID = 3  # stream-K: all threads, between one segment's epilogue and the next loads
-FLAG_OFFSET = 128  # stream-K: smem word after the mbarriers, "this CTA sums the tile" for its consumers
 RED_PAD = 4  # fp32 padding per row of the reduction tile (bank-conflict-free fragment stores)
 # Register split with two weight blocks per consumer (setmaxnreg): 128 x 72 + 256 x 216 <= 64K.
 PRODUCER_REGS = 72
@@ -122,53 +117,6 @@ def lds_cluster_v4(addr: Int32, rank: Int32):
 
 
 @cute.jit
-def stg_v4_f32(addr: Int64, v: list):
-    cute.arch.inline_ptx("st.global.v4.f32 [{$r0}], {{$r1}, {$r2}, {$r3}, {$r4}};", read_only_args=[addr, *v])
-
-
-@cute.jit
-def ldg_l2_v4_f32(addr: Int64):
-    """Four fp32 another CTA wrote in this launch: .cg reads L2, never a stale L1 line."""
-    return cute.arch.inline_ptx(
-        "ld.global.cg.v4.f32 {{$w0}, {$w1}, {$w2}, {$w3}}, [{$r0}];",
-        write_only_types=[Float32, Float32, Float32, Float32],
-        read_only_args=[addr],
-    )
-
-
-@cute.jit
-def fence_gpu():
-    cute.arch.inline_ptx("fence.acq_rel.gpu;")
-
-
-@cute.jit
-def atom_add_gpu(addr: Int64, v: Int32):
-    """Old value of a GPU-scope acquire-release atomic add."""
-    return cute.arch.inline_ptx("atom.acq_rel.gpu.global.add.u32 {$w0}, [{$r0}], {$r1};",
-                                write_only_types=[Int32], read_only_args=[addr, v])
-
-
-@cute.jit
-def stg_u32(addr: Int64, v: Int32):
-    cute.arch.inline_ptx("st.relaxed.gpu.global.u32 [{$r0}], {$r1};", read_only_args=[addr, v])
-
-
-@cute.jit
-def sts_u32(addr: Int32, v: Int32):
-    cute.arch.inline_ptx("st.shared.u32 [{$r0}], {$r1};", read_only_args=[addr, v])
-
-
-def thread_index() -> Int32:
-    """%tid.x read again where it is needed: as an asm with side effects it is not merged with
-    the read before the role branch, so no value lives across setmaxnreg (ptxas spilled it)."""
-    tid = Int32(llvm.inline_asm(T.i32(), [], "mov.u32 $0, %tid.x;", "=r", has_side_effects=True,
-                                is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT))
-    # The mask tells LLVM what the intrinsic's range metadata would have: 0 <= tid < 1024, so
-    # divisions and remainders by powers of two stay shifts and masks (signed ones need fix-ups).
-    return tid & (THREADS_MAX - 1)
-
-
-@cute.jit
 def prefetch_l2(addr: Int64):
     cute.arch.inline_ptx("prefetch.global.L2 [{$r0}];", read_only_args=[addr])
 
@@ -189,32 +137,24 @@ def stg_f16x2(addr: Int64, lo: Float32, hi: Float32):
 class Fp4GemmSm90:
     """c = A·Bᵀ (num_b = 1) or silu(A·B1ᵀ) * (A·B2ᵀ) (num_b = 2), for one or many groups.
 
-    Compiled once per (num_b, x_tile, stages, split_k, blocks, stream_k). tile_m / tile_n: rows
-    of A (activations) / of B (weights) per output tile. blocks: 64-row weight blocks per
-    consumer warpgroup; 2 halves the activation decode per MMA (the producer's work) and needs
-    setmaxnreg to hold two m64 accumulators. Two schedules:
-    - tiles (stream_k False): one CTA per output tile and K range; grid.z = split_k CTAs per
-      tile, launched as one cluster and reduced through distributed shared memory.
-    - stream-K (stream_k True): a persistent grid of `ctas` CTAs (one per SM) splits the
-      (tile, k tile) units evenly: CTA c takes units [c U / C, (c + 1) U / C), which crosses
-      tile boundaries. A tile finished by one CTA is stored directly; a tile shared by several
-      is summed by the one that arrives last at its counter, in CTA order (deterministic),
-      from fp32 partials in a global workspace. No CTA ever waits for another.
+    Compiled once per (num_b, x_tile, stages, split_k, blocks); grid.z = split_k CTAs per output
+    tile, launched as one cluster. tile_m / tile_n: rows of A (activations) / of B (weights) per
+    CTA. blocks: 64-row weight blocks per consumer warpgroup; 2 halves the activation decode per
+    MMA (the producer's work) and needs setmaxnreg to hold two m64 accumulators.
     """
 
-    def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
-                 stream_k: bool = False):
+    def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1):
         if x_tile % 16 or not 16 <= x_tile <= 128:
             raise ValueError(f"x_tile {x_tile}: a multiple of 16 in 16..128 (wgmma N, registers)")
-        if split_k not in (1, 2, 4, 8) or stream_k and split_k != 1:
-            raise ValueError(f"split_k {split_k}: 1, 2, 4 or 8 (a portable cluster size); 1 with stream-K")
+        if split_k not in (1, 2, 4, 8):
+            raise ValueError(f"split_k {split_k}: 1, 2, 4 or 8 (a portable cluster size)")
         if blocks not in (1, 2) or blocks == 2 and x_tile != 128:
             raise ValueError(f"blocks {blocks} with x_tile {x_tile}: 1 weight block of 64 rows per consumer "
                              "warpgroup, or 2 with x_tile 128 (the register split is sized for it)")
-        self.num_b, self.stages, self.split_k, self.blocks, self.stream_k = num_b, stages, split_k, blocks, stream_k
+        self.num_b, self.stages, self.split_k, self.blocks = num_b, stages, split_k, blocks
         self.tile_m = x_tile
         self.tile_n = self.weight_rows(num_b, blocks)
-        self.nacc = x_tile // 2  # fp32 accumulators per consumer thread and block (m64 n{x_tile})
+        self.nacc = x_tile // 2  # fp32 accumulators per consumer thread (m64 n{x_tile})
         self.ring_data_bytes = x_tile * ROW_BYTES
         self.ring_stage_bytes = x_tile * (ROW_BYTES + SF_ROW_BYTES)
         self.xbuf_bytes = x_tile * TILE_K * 2
@@ -232,42 +172,39 @@ class Fp4GemmSm90:
         main = self.stages * self.ring_stage_bytes + XBUFS * self.xbuf_bytes
         return BAR_BYTES + max(main, self.num_b * self.red_tile_bytes)
 
-    def partial_bytes(self) -> int:
-        """One stream-K partial tile in the workspace: every consumer thread's accumulators."""
-        return WG_THREADS * CONSUMER_WGS * self.nacc * self.blocks * 4
-
-    def workspace_bytes(self, ctas: int) -> int:
-        """Stream-K partials: two slots per CTA (the tile its range starts in, the one it ends in)."""
-        return 2 * ctas * self.partial_bytes()
-
     @cute.jit
-    def __call__(self, stream: cuda.CUstream, table: Int64, total_tiles: Int32, workspace: Int64, counters: Int64,
-                 ctas: Int32):
-        """table: device address of total_tiles rows of TABLE_COLS int64, one per output tile and
-        batch: a, b1, b2, sfa, sfb1, sfb2, c (addresses; b2 / sfb2 unused when num_b == 1), m, n, k
-        of the tile's group, the tile's index within its group, its batch. One row per tile
-        rather than per group: a CTA reads its row in one memory round trip instead of searching.
+    def __call__(self, stream: cuda.CUstream, table: Int64, total_tiles: Int32, batches: Int32):
+        """table: device address of total_tiles rows of TABLE_COLS int64, one per output tile:
+        a, b1, b2, sfa, sfb1, sfb2, c (addresses; b2 / sfb2 unused when num_b == 1), m, n, k of
+        the tile's group, and the tile's index within its group. One row per tile rather than per
+        group: a CTA reads its row in one memory round trip instead of searching the groups.
 
         a: packed e2m1 [M, K/2] per batch (K-major, batch outermost), b_j likewise [N, K/2];
         sfa / sfb_j: plain e4m3 scales [rows, K/16] per batch; c: fp16 [M, N] per batch.
-        Tiles: grid = (total_tiles, 1, split_k). Stream-K: grid = ctas <= total_tiles x K / TILE_K,
-        every row has the same K, workspace holds workspace_bytes(ctas) and counters one int32 per
-        row, zero (each launch leaves them zero). Both unused by the tiles schedule.
+        grid = (total_tiles, batches, split_k); group gemm has batches = 1.
         """
-        grid = [ctas, 1, 1] if cutlass.const_expr(self.stream_k) else [total_tiles, 1, self.split_k]
-        self.kernel(table, total_tiles, workspace, counters).launch(grid=grid, block=[THREADS, 1, 1],
-                                                          cluster=[1, 1, self.split_k], stream=stream)
+        self.kernel(table, total_tiles).launch(grid=[total_tiles, batches, self.split_k], block=[THREADS, 1, 1],
+                                               cluster=[1, 1, self.split_k], stream=stream)
 
     @cute.kernel
-    def kernel(self, table: Int64, total_tiles: Int32, workspace: Int64, counters: Int64):
+    def kernel(self, table: Int64, total_tiles: Int32):
+        NB = self.num_b
+        XT = self.tile_m
+        NACC = self.nacc
         tidx, _, _ = cute.arch.thread_idx()
+        tile_id, batch, kz = cute.arch.block_idx()
         wg = tidx // WG_THREADS
+
+        # The tile, its K range and the operand addresses are read from the tile's table row
+        # inside each role's branch (and again for the epilogue): what is computed before the
+        # branch stays live in both, and with blocks = 2 the producer runs on few registers.
         tbl = cute.make_tensor(cute.make_ptr(Int64, table, cute.AddressSpace.gmem, assumed_align=8),
                                cute.make_layout(total_tiles * TABLE_COLS))
+        row0 = tile_id * TABLE_COLS
 
         # pattern: smem-layout
-        # [mbarriers, stream-K flag | packed A ring (stages x (data, scales)) | XBUFS decoded A
-        # buffers]; after a main loop the same bytes hold the fp32 tiles of the epilogue.
+        # [mbarriers | packed A ring (stages x (data, scales)) | XBUFS decoded A buffers]; after
+        # the main loop the same bytes hold the fp32 tiles of the split-K / dual reduction.
         smem = cutlass.memory.SmemAllocator()
         smem_ptr = smem.allocate(self.smem_bytes(), byte_alignment=1024)
         bars = Int32(smem_ptr.toint())
@@ -286,248 +223,77 @@ class Fp4GemmSm90:
         cute.arch.sync_threads()
         # end pattern
 
-        # The roles split here, once: with blocks = 2 the two branches run under different
-        # setmaxnreg limits, so no code path may lead from one into the other (a loop around
-        # both would put the consumers under the producer's limit). Everything a role needs is
-        # read from the table inside its branch.
-        if cutlass.const_expr(self.stream_k):
-            self._stream_k(tbl, total_tiles, workspace, counters, wg, ring, xbuf, full, empty, bars + FLAG_OFFSET)
-        else:
-            self._tiles(tbl, tidx, wg, ring, xbuf, full, empty)
-
-    @cute.jit
-    def _tiles(self, tbl, tidx: Int32, wg: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32):
-        """One output tile and K range per CTA (split-K over the cluster)."""
-        tile_id, _, kz = cute.arch.block_idx()
-        row0 = tile_id * TABLE_COLS
         red = ring  # after the main loop: the fp32 tiles of the split-K / dual reduction
         if wg == 0:
             if cutlass.const_expr(self.blocks > 1):
                 cute.arch.setmaxregister_decrease(PRODUCER_REGS)
-            kt0, nk = self._split_range(tbl, row0, kz)
-            self._produce_segment(tbl, row0, kt0, nk, Int32(0), tidx, ring, xbuf, full, empty)
+            m, _n, k, x0, _w0, kt0, nk = self._tile(tbl, row0, kz)
+            bm = Int64(batch) * Int64(m)
+            a_addr, sfa_addr = tbl[row0] + bm * Int64(k // 2), tbl[row0 + 3] + bm * Int64(k // SF_VEC_SIZE)
+            self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty)
         else:
             if cutlass.const_expr(self.blocks > 1):
                 cute.arch.setmaxregister_increase(CONSUMER_REGS)
-            kt0, nk = self._split_range(tbl, row0, kz)
-            acc = cute.make_rmem_tensor((self.nacc * self.blocks,), Float32)  # fp32 m64 x x_tile per block
+            cw = wg - 1
+            ctid = tidx % WG_THREADS
+            _m, n, k, _x0, w0, kt0, nk = self._tile(tbl, row0, kz)
+            # Which weight operand (b1 / b2: table columns 1 / 2, scales 4 / 5) and rows this
+            # warpgroup multiplies.
+            j, wrow = 0, w0 + 64 * self.blocks * cw
+            if cutlass.const_expr(NB == 2):
+                j, wrow = cw, w0
+            bn = Int64(batch) * Int64(n)
+            w_addr, sfw_addr = tbl[row0 + 1 + j] + bn * Int64(k // 2), tbl[row0 + 4 + j] + bn * Int64(k // SF_VEC_SIZE)
+            acc = cute.make_rmem_tensor((NACC * self.blocks,), Float32)  # fp32 m64 x x_tile per block
             acc.fill(0.0)
-            self._consume_segment(acc, tbl, row0, kt0, nk, Int32(0), wg - 1, tidx % WG_THREADS, xbuf, full, empty)
-            self._stage_acc(acc, wg - 1, tidx % WG_THREADS, red)
+            self._consume(acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, xbuf, full, empty)
+
+            # pattern: epilogue
+            # Both consumer warpgroups' wgmmas are done: the ring and the buffers (the producer
+            # finished with them before its last `full` arrive) now hold the reduction tiles. The
+            # accumulators are stored here, so they are not live past this branch (with blocks = 2
+            # the code after it runs under the producer's register limit as well).
+            named_barrier(CONSUMER_BARRIER_ID, WG_THREADS * CONSUMER_WGS)
+            lane = ctid % 32
+            g, t = lane // 4, lane % 4
+            # wgmma D fragment of block bl: acc[NACC bl + 4i + 2h + e] = (weight row 64 bl + 16 warp
+            # + 8h + g, activation column 8i + 2t + e); stored transposed, as the output tile
+            # [activation row][weight row].
+            tile = red
+            col = 16 * (ctid // 32) + g
+            if cutlass.const_expr(NB == 2):
+                tile = red + cw * self.red_tile_bytes
+            else:
+                col = col + 64 * self.blocks * cw
+            for bl in cutlass.range_constexpr(self.blocks):
+                for i in cutlass.range_constexpr(NACC // 4):
+                    for h in cutlass.range_constexpr(2):
+                        for e in cutlass.range_constexpr(2):
+                            r = 8 * i + 2 * t + e
+                            sts_f32(tile + (r * self.red_row + col + 64 * bl + 8 * h) * 4,
+                                    acc[NACC * bl + 4 * i + 2 * h + e])
+            # end pattern
 
         # pattern: epilogue
         if cutlass.const_expr(self.split_k > 1):
             cluster_sync()
         else:
             cute.arch.sync_threads()
-        self._store_tile(tidx, THREADS, tbl, row0, kz, self.split_k, red)
-        if cutlass.const_expr(self.split_k > 1):
-            # No CTA leaves (freeing its shared memory) while others still read it; their reads
-            # have returned (their values were used) before they arrive, so no ordering is needed.
-            cluster_sync_relaxed()
-        # end pattern
-
-    @cute.jit
-    def _stream_k(self, tbl, total_tiles: Int32, workspace: Int64, counters: Int64, wg: Int32, ring: Int32,
-                  xbuf: Int32, full: Int32, empty: Int32, flag: Int32):
-        """Persistent CTA: its units, one segment (tile, k range) after another. The producer
-        waits at a CTA barrier after each segment until the consumers' epilogue has released the
-        shared memory; the mbarrier phases run on across segments (`base`: k tiles before it).
-        The schedule is recomputed where it is needed (a few integer operations) rather than
-        kept live through the main loops: with blocks = 2 neither role has registers to spare."""
-        red = ring
-        if wg == 0:
-            if cutlass.const_expr(self.blocks > 1):
-                cute.arch.setmaxregister_decrease(PRODUCER_REGS)
-            first, last = self._segments(tbl, total_tiles)
-            for tile in cutlass.range(first, last + 1, unroll=1):
-                kt0, nk, base, _k_tiles = self._segment(tbl, total_tiles, tile)
-                self._produce_segment(tbl, tile * TABLE_COLS, kt0, nk, base, thread_index(), ring, xbuf, full, empty)
-                named_barrier(SEGMENT_BARRIER_ID, THREADS)
-        else:
-            if cutlass.const_expr(self.blocks > 1):
-                cute.arch.setmaxregister_increase(CONSUMER_REGS)
-            ct = thread_index() - WG_THREADS  # 0..255 over both consumer warpgroups
-            cw, ctid = ct // WG_THREADS, ct % WG_THREADS
-            acc = cute.make_rmem_tensor((self.nacc * self.blocks,), Float32)
-            first, last = self._segments(tbl, total_tiles)
-            for tile in cutlass.range(first, last + 1, unroll=1):
-                kt0, nk, base, _k_tiles = self._segment(tbl, total_tiles, tile)
-                acc.fill(0.0)
-                self._consume_segment(acc, tbl, tile * TABLE_COLS, kt0, nk, base, cw, ctid, xbuf, full, empty)
-                owner = Int32(1)
-                _kt0, nk, _base, k_tiles = self._segment(tbl, total_tiles, tile)
-                if nk < k_tiles:
-                    owner = self._fixup(acc, ct, tbl, total_tiles, tile, workspace, counters, flag)
-                if owner != 0:
-                    self._stage_acc(acc, cw, ctid, red)
-                    named_barrier(CONSUMER_BARRIER_ID, WG_THREADS * CONSUMER_WGS)
-                    self._store_tile(ct, WG_THREADS * CONSUMER_WGS, tbl, tile * TABLE_COLS, Int32(0),
-                                     1, red)
-                named_barrier(SEGMENT_BARRIER_ID, THREADS)
-
-    @cute.jit
-    def _units(self, tbl, total_tiles: Int32):
-        """(this CTA, CTAs, k tiles per tile, units, first unit, end unit) of the stream-K split."""
-        # pattern: tile-scheduler
-        cta, _, _ = cute.arch.block_idx()
-        ctas, _, _ = cute.arch.grid_dim()
-        k_tiles = Int32(tbl[9]) // TILE_K  # one K for every row (the host checks)
-        units = total_tiles * k_tiles
-        # end pattern
-        return cta, ctas, k_tiles, units, cta * units // ctas, (cta + 1) * units // ctas
-
-    @cute.jit
-    def _segments(self, tbl, total_tiles: Int32):
-        """First and last tile (table row) this CTA's units touch."""
-        _cta, _ctas, k_tiles, _units, u0, u1 = self._units(tbl, total_tiles)
-        return u0 // k_tiles, (u1 - 1) // k_tiles
-
-    @cute.jit
-    def _segment(self, tbl, total_tiles: Int32, tile: Int32):
-        """(first k tile, k tiles, k tiles of this CTA before it, k tiles of a whole tile) of this
-        CTA's segment of `tile`."""
-        _cta, _ctas, k_tiles, _units, u0, u1 = self._units(tbl, total_tiles)
-        kt0 = cutlass.max(u0 - tile * k_tiles, 0)
-        return kt0, cutlass.min(u1 - tile * k_tiles, k_tiles) - kt0, tile * k_tiles + kt0 - u0, k_tiles
-
-    @cute.jit
-    def _fixup(self, acc, ct: Int32, tbl, total_tiles: Int32, tile: Int32, workspace: Int64, counters: Int64,
-               flag: Int32) -> Int32:
-        """Stream-K partial tile (consumer thread ct of 256): store it, count the arrival; the
-        last of the tile's CTAs sums every partial into acc (in CTA order) and returns 1, the
-        others return 0."""
-        cta, ctas, k_tiles, units, u0, _u1 = self._units(tbl, total_tiles)
-        which = Int32(tile != u0 // k_tiles)
-        # pattern: epilogue
-        quads = self.nacc * self.blocks // 4
-        slot_bytes = self.partial_bytes()
-        threads = WG_THREADS * CONSUMER_WGS
-        # Slot 2c: the tile CTA c's range starts in; 2c + 1: the one it ends in. Thread-major
-        # float4s: each warp's stores are 512 contiguous bytes.
-        mine = workspace + Int64((2 * cta + which) * slot_bytes + ct * 16)
-        for q in cutlass.range_constexpr(quads):
-            stg_v4_f32(mine + Int64(q * threads * 16), [acc[4 * q + e] for e in range(4)])
-        fence_gpu()  # this thread's partial is visible GPU-wide before the count says so
-        named_barrier(CONSUMER_BARRIER_ID, threads)
-        # The CTAs that share this tile: those whose ranges hold its first and last unit
-        # (CTA c starts at c U / C, so unit u belongs to ((u + 1) C - 1) / U).
-        c_lo = ((tile * k_tiles + 1) * ctas - 1) // units
-        c_hi = (((tile + 1) * k_tiles) * ctas - 1) // units
-        counter = counters + Int64(4 * tile)
-        if ct == 0:
-            arrived = atom_add_gpu(counter, Int32(1))
-            is_last = Int32(0)
-            if arrived == c_hi - c_lo:
-                is_last = Int32(1)
-                stg_u32(counter, Int32(0))  # every CTA of the tile has arrived: ready for the next launch
-            sts_u32(flag, is_last)
-        named_barrier(CONSUMER_BARRIER_ID, threads)
-        owner = Int32(lds_32(flag))
-        if owner != 0:
-            acc.fill(0.0)
-            for c in cutlass.range(c_lo, c_hi + 1, unroll=1):
-                slot = 2 * c + Int32(tile != (c * units // ctas) // k_tiles)
-                src = workspace + Int64(slot * slot_bytes + ct * 16)
-                for q in cutlass.range_constexpr(quads):
-                    v = ldg_l2_v4_f32(src + Int64(q * threads * 16))
-                    for e in cutlass.range_constexpr(4):
-                        acc[4 * q + e] = acc[4 * q + e] + v[e]
-        # end pattern
-        return owner
-
-    @cute.jit
-    def _split_range(self, tbl, row0: Int32, kz: Int32):
-        """(first k tile, k tiles) of split kz of the tile at table row row0."""
-        k_tiles = Int32(tbl[row0 + 9]) // TILE_K
-        per_split = (k_tiles + self.split_k - 1) // self.split_k
-        kt0 = cutlass.min(kz * per_split, k_tiles)
-        return kt0, cutlass.min(kt0 + per_split, k_tiles) - kt0
-
-    @cute.jit
-    def _tile(self, tbl, row0: Int32):
-        """(m, n, k, first row of A, first row of B, batch) of the output tile at table row row0."""
-        # pattern: tile-scheduler
-        m, n, k = Int32(tbl[row0 + 7]), Int32(tbl[row0 + 8]), Int32(tbl[row0 + 9])
-        local = Int32(tbl[row0 + 10])
-        m_tiles = (m + self.tile_m - 1) // self.tile_m
-        x0 = (local % m_tiles) * self.tile_m  # CTAs sharing a weight tile are adjacent: its bytes hit L2
-        w0 = (local // m_tiles) * self.tile_n
-        # end pattern
-        return m, n, k, x0, w0, Int32(tbl[row0 + 11])
-
-    @cute.jit
-    def _produce_segment(self, tbl, row0: Int32, kt0: Int32, nk: Int32, base: Int32, tidx: Int32, ring: Int32,
-                         xbuf: Int32, full: Int32, empty: Int32):
-        m, _n, k, x0, _w0, batch = self._tile(tbl, row0)
-        bm = Int64(batch) * Int64(m)
-        a_addr, sfa_addr = tbl[row0] + bm * Int64(k // 2), tbl[row0 + 3] + bm * Int64(k // SF_VEC_SIZE)
-        self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, base, ring, xbuf, full, empty)
-
-    @cute.jit
-    def _consume_segment(self, acc, tbl, row0: Int32, kt0: Int32, nk: Int32, base: Int32, cw: Int32, ctid: Int32,
-                         xbuf: Int32, full: Int32, empty: Int32):
-        _m, n, k, _x0, w0, batch = self._tile(tbl, row0)
-        # Which weight operand (b1 / b2: table columns 1 / 2, scales 4 / 5) and rows this
-        # warpgroup multiplies.
-        j, wrow = 0, w0 + 64 * self.blocks * cw
-        if cutlass.const_expr(self.num_b == 2):
-            j, wrow = cw, w0
-        bn = Int64(batch) * Int64(n)
-        w_addr, sfw_addr = tbl[row0 + 1 + j] + bn * Int64(k // 2), tbl[row0 + 4 + j] + bn * Int64(k // SF_VEC_SIZE)
-        self._consume(acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, base, xbuf, full, empty)
-
-    @cute.jit
-    def _stage_acc(self, acc, cw: Int32, ctid: Int32, red: Int32):
-        """Accumulators -> the fp32 output tile in shared memory, [activation row][weight row].
-
-        Called inside the consumer branch, so the accumulators are not live past it (with
-        blocks = 2 the code after the branch runs under the producer's register limit)."""
-        # pattern: epilogue
-        # Both consumer warpgroups' wgmmas are done: the ring and the buffers (the producer
-        # finished with them before its last `full` arrive) now hold the reduction tiles.
-        named_barrier(CONSUMER_BARRIER_ID, WG_THREADS * CONSUMER_WGS)
-        NACC = self.nacc
-        lane = ctid % 32
-        g, t = lane // 4, lane % 4
-        # wgmma D fragment of block bl: acc[NACC bl + 4i + 2h + e] = (weight row 64 bl + 16 warp
-        # + 8h + g, activation column 8i + 2t + e); stored transposed.
-        tile = red
-        col = 16 * (ctid // 32) + g
-        if cutlass.const_expr(self.num_b == 2):
-            tile = red + cw * self.red_tile_bytes
-        else:
-            col = col + 64 * self.blocks * cw
-        for bl in cutlass.range_constexpr(self.blocks):
-            for i in cutlass.range_constexpr(NACC // 4):
-                for h in cutlass.range_constexpr(2):
-                    for e in cutlass.range_constexpr(2):
-                        r = 8 * i + 2 * t + e
-                        sts_f32(tile + (r * self.red_row + col + 64 * bl + 8 * h) * 4,
-                                acc[NACC * bl + 4 * i + 2 * h + e])
-        # end pattern
-
-    @cute.jit
-    def _store_tile(self, tid: Int32, threads: cutlass.Constexpr, tbl, row0: Int32, kz: Int32,
-                    ranks: cutlass.Constexpr, red: Int32):
-        """Rank kz of `ranks` sums rows [kz * x_tile / ranks, ...) of the staged fp32 tiles over the
-        cluster (one rank: its own), applies silu for the dual gemm and stores fp16: each of
-        `threads` threads 4 consecutive output columns per step (one fp16x2 pair of stores)."""
-        # pattern: epilogue
-        NB = self.num_b
-        m, n, _k, x0, w0, batch = self._tile(tbl, row0)
+        # Rank kz reduces rows [kz * XT / split_k, ...) over the cluster and stores them: each
+        # thread 4 consecutive output columns per step (one fp16x2 pair of stores).
+        m, n, _k, x0, w0, _kt0, _nk = self._tile(tbl, row0, kz)
         c_addr = tbl[row0 + 6] + Int64(batch) * Int64(m) * Int64(n) * Int64(2)
-        rows_per_rank = self.tile_m // ranks
+        rows_per_rank = XT // self.split_k
         units = rows_per_rank * (self.tile_n // 4)
-        for it in cutlass.range_constexpr((units + threads - 1) // threads):
-            u = tid + it * threads
-            if cutlass.const_expr(units % threads == 0) or u < units:
+        for it in cutlass.range_constexpr((units + THREADS - 1) // THREADS):
+            u = tidx + it * THREADS
+            if cutlass.const_expr(units % THREADS == 0) or u < units:
                 r = kz * rows_per_rank + u // (self.tile_n // 4)
                 cc = (u % (self.tile_n // 4)) * 4
                 v = [Float32(0.0)] * 4
                 v2 = [Float32(0.0)] * 4
                 off = (r * self.red_row + cc) * 4
-                for rank in cutlass.range_constexpr(ranks):
+                for rank in cutlass.range_constexpr(self.split_k):
                     p = lds_cluster_v4(red + off, Int32(rank))
                     v = [v[e] + p[e] for e in range(4)]
                     if cutlass.const_expr(NB == 2):
@@ -544,13 +310,33 @@ class Fp4GemmSm90:
                                 out[e] = x1 / (Float32(1.0) + cute.math.exp(-x1, fastmath=True)) * (
                                     v2[2 * pair + e] * ACC_RESCALE)
                         stg_f16x2(c_addr + (Int64(row) * Int64(n) + Int64(colg + 2 * pair)) * Int64(2), out[0], out[1])
+        if cutlass.const_expr(self.split_k > 1):
+            # No CTA leaves (freeing its shared memory) while others still read it; their reads
+            # have returned (their values were used) before they arrive, so no ordering is needed.
+            cluster_sync_relaxed()
         # end pattern
 
     @cute.jit
+    def _tile(self, tbl, row0: Int32, kz: Int32):
+        """(m, n, k, first row of A, first row of B, first k tile, k tiles) of this CTA: its
+        output tile (table row at row0) and its share of K (split-K over the cluster)."""
+        # pattern: tile-scheduler
+        m, n, k = Int32(tbl[row0 + 7]), Int32(tbl[row0 + 8]), Int32(tbl[row0 + 9])
+        local = Int32(tbl[row0 + 10])
+        m_tiles = (m + self.tile_m - 1) // self.tile_m
+        x0 = (local % m_tiles) * self.tile_m  # CTAs sharing a weight tile are adjacent: its bytes hit L2
+        w0 = (local // m_tiles) * self.tile_n
+        k_tiles = k // TILE_K
+        per_split = (k_tiles + self.split_k - 1) // self.split_k
+        kt0 = cutlass.min(kz * per_split, k_tiles)
+        nk = cutlass.min(kt0 + per_split, k_tiles) - kt0
+        # end pattern
+        return m, n, k, x0, w0, kt0, nk
+
+    @cute.jit
     def _produce(self, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32, row_bytes: Int32,
-                 kt0: Int32, nk: Int32, base: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32):
-        """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal.
-        base: k tiles this CTA handed over before this segment (the mbarrier phases go on)."""
+                 kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32):
+        """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal."""
         # pattern: pipeline-setup
         STAGES = self.stages
         for s in cutlass.range_constexpr(STAGES - 1):
@@ -566,11 +352,10 @@ class Fp4GemmSm90:
             if nxt < nk:
                 self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
             cute.arch.cp_async_commit_group()
-            g = base + it
-            b = g % XBUFS
-            # Buffer b was last read by the wgmmas of k tile g - XBUFS (parity trick: the first
+            b = it % XBUFS
+            # Buffer b was last read by the wgmmas of k tile it - XBUFS (parity trick: the first
             # wait on a fresh barrier, parity 1, returns at once).
-            mbar_wait(empty + 8 * b, ((g // XBUFS) & 1) ^ 1)
+            mbar_wait(empty + 8 * b, ((it // XBUFS) & 1) ^ 1)
             slot = it % STAGES
             self._decode_a(tidx, ring + slot * self.ring_stage_bytes,
                            ring + slot * self.ring_stage_bytes + self.ring_data_bytes, xbuf + b * self.xbuf_bytes)
@@ -616,7 +401,7 @@ class Fp4GemmSm90:
         """
         # pattern: fp4-decode
         XT = self.tile_m
-        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=2 if cutlass.const_expr(self.stream_k) else DECODE_UNROLL[self.blocks]):
+        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=DECODE_UNROLL[self.blocks]):
             wid = tidx + it * WG_THREADS
             j = (wid % 32) // 8
             blk = wid // 32
@@ -672,7 +457,7 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _consume(self, acc, ctid: Int32, w_addr: Int64, sfw_addr: Int64, n: Int32, wrow: Int32, row_bytes: Int32,
-                 kt0: Int32, nk: Int32, base: Int32, xbuf: Int32, full: Int32, empty: Int32):
+                 kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32):
         """Consumer warpgroup: 64 x blocks weight rows from global memory, decoded into wgmma A
         fragments. With one block the next k tile's weights are in flight in a second register
         set; with two, each block's registers are reloaded as soon as its 16 steps are decoded,
@@ -709,9 +494,8 @@ class Fp4GemmSm90:
                     self._load_w(nxt, nsf, kt0 + it + 1, w_addr, sfw_addr, offs[0], offs[1], t)
                 if it + 2 < nk:
                     self._prefetch_w(kt0 + it + 2, w_addr, sfw_addr, offs[0], offs[1])
-            g = base + it
-            b = g % XBUFS
-            mbar_wait(full + 8 * b, (g // XBUFS) & 1)
+            b = it % XBUFS
+            mbar_wait(full + 8 * b, (it // XBUFS) & 1)
             xb = xbuf + b * self.xbuf_bytes
             for bl in cutlass.range_constexpr(BL):
                 for c in cutlass.range_constexpr(2):
@@ -737,9 +521,9 @@ class Fp4GemmSm90:
                             wgmma_commit()
                             wgmma_wait_one()
                             if cutlass.const_expr(step == 0 and bl == 0):
-                                # Every wgmma of k tile g - 1 has completed: its buffer is free.
+                                # Every wgmma of k tile it - 1 has completed: its buffer is free.
                                 if it > 0:
-                                    mbar_arrive(empty + 8 * ((g - 1) % XBUFS))
+                                    mbar_arrive(empty + 8 * ((it - 1) % XBUFS))
                 if cutlass.const_expr(BL > 1):
                     if it + 1 < nk:  # this block's weights are decoded: fetch its next k tile
                         self._load_w(cur, csf, kt0 + it + 1, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t, bl)
@@ -751,6 +535,4 @@ class Fp4GemmSm90:
                 for x in cutlass.range_constexpr(4):
                     csf[x] = nsf[x]
         wgmma_wait_all()
-        if nk > 0:  # the last buffer is free too: a next segment's producer waits for it
-            mbar_arrive(empty + 8 * ((base + nk - 1) % XBUFS))
         # end pattern

@@ -29,8 +29,7 @@ COMPILED = cute_host.CompileCache()
 
 # Kernel configuration per problem; bench/sm90_sweep.py --config overrides it to compare
 # variants. gemm family: x_tile (rows of A per CTA), blocks (64-row weight blocks per consumer
-# warpgroup) and split_k (CTAs per output tile, one cluster; or STREAM_K: a persistent grid
-# that splits the (tile, k tile) units evenly over the SMs) = 0: chosen per launch by
+# warpgroup) and split_k (CTAs per output tile, one cluster) = 0: chosen per launch by
 # choose_tiling (a value set here fixes it, the others are still chosen); stages: depth of the
 # packed-A ring.
 CONFIG = {
@@ -41,19 +40,14 @@ CONFIG = {
     "gemv": {"rows_per_warp": 0, "unroll": 0},
 }
 H100_SM_COUNT = 132
-STREAM_K = "stream"
-# Cost model of choose_tiling, fitted on the H100 (worklog sections 8 and 9): per (x_tile, blocks),
-# the time of one k tile of a CTA relative to (128, 1), a CTA's fixed cost in the same unit (first
-# loads and decode, the epilogue) and the split-K cluster sizes to try. STREAM_K is not tried: measured
-# slower on every benchmark shape (worklog section 9); --config gemm:split_k=stream forces it.
+# Cost model of choose_tiling, fitted on the H100 (worklog section 8): per (x_tile, blocks), the
+# time of one k tile of a CTA relative to (128, 1), a CTA's fixed cost in the same unit (first
+# loads and decode, the epilogue) and the split-K cluster sizes to try.
 TILINGS = {
     (128, 1): (1.0, 3.0, (1, 2)),
     (64, 1): (0.7, 3.0, (1, 2)),
     (128, 2): (1.55, 5.0, (1, 2, 4)),
 }
-# Stream-K: the cost of each further segment (tile) a CTA's range touches (pipeline drain and
-# refill, the partial's round trip through L2), in the same unit.
-STREAM_K_SEGMENT = 3.0
 # Clusters of 4 CTAs (one per SM) that run in one wave: 28 did (gemm N7168, blocks 2), 32 did
 # not (gemm N4096, blocks 1) on the H100 (GPCs of 16-18 SMs).
 CLUSTERS_OF_4_PER_WAVE = 28
@@ -64,29 +58,14 @@ def output_tiles(x_tile: int, tile_n: int, m_list, n_list) -> int:
     return sum(-(-m // x_tile) * -(-n // tile_n) for m, n in zip(m_list, n_list))
 
 
-def tiling_cost(tiles: int, k_tiles: int, split, tile_cost: float, overhead: float,
-                sm_count: int = H100_SM_COUNT) -> float:
-    """Modelled time of one launch: waves x (k tiles per CTA x tile cost + CTA overhead); for
-    stream-K the k tiles of the busiest CTA plus a cost per further segment of its range."""
-    if split == STREAM_K:
-        units = tiles * k_tiles
-        per_cta = -(-units // min(sm_count, units))
-        segments = 1 + -(-(per_cta - 1) // k_tiles)  # the most tiles a range of per_cta units touches
-        return per_cta * tile_cost + overhead + (segments - 1) * STREAM_K_SEGMENT
-    if split == 4:
-        waves = -(-tiles // CLUSTERS_OF_4_PER_WAVE)
-    else:
-        waves = -(-tiles * split // sm_count)
-    return waves * (-(-k_tiles // split) * tile_cost + overhead)
-
-
 def choose_tiling(num_b: int, m_list, n_list, k_tiles: int, batches: int = 1, sm_count: int = H100_SM_COUNT,
-                  x_tile: int = 0, blocks: int = 0, split_k=0, stream_ok: bool = True) -> tuple:
-    """(x_tile, blocks, split_k or STREAM_K) of least tiling_cost.
+                  x_tile: int = 0, blocks: int = 0, split_k: int = 0) -> tuple:
+    """(x_tile, blocks, split_k) minimizing waves x (K tiles per CTA x tile cost + CTA overhead).
 
-    One CTA per SM (~190 KB of shared memory). Non-zero arguments fix that choice; stream_ok is
-    False when the groups' K differ (stream-K splits one K range per tile). Ties go to the first
-    candidate: the larger x_tile, one block, the smaller split, stream-K last.
+    One CTA per SM (~190 KB of shared memory). Non-zero arguments fix that choice. E.g. gemm
+    M=128 N=7168 K=16384: 28 tiles of 256 weight rows (blocks 2) -> split 4 (28 clusters of 4);
+    gemm M=128 N=4096 K=7168: x_tile 64, one block, split 2 (128 CTAs). Ties go to the first
+    candidate: the larger x_tile, one block, the smaller split.
     """
     best, best_cost = None, None
     for (xt, bl), (tile_cost, overhead, splits) in TILINGS.items():
@@ -94,25 +73,26 @@ def choose_tiling(num_b: int, m_list, n_list, k_tiles: int, batches: int = 1, sm
             continue
         tiles = output_tiles(xt, Fp4GemmSm90.weight_rows(num_b, bl), m_list, n_list) * batches
         for split in (split_k,) if split_k else splits:
-            if split == STREAM_K and not stream_ok:
+            if split > 1 and k_tiles < 2 * split and not split_k:
                 continue
-            if split != STREAM_K and split > 1 and k_tiles < 2 * split and not split_k:
-                continue
-            cost = tiling_cost(tiles, k_tiles, split, tile_cost, overhead, sm_count)
+            if split == 4:
+                waves = -(-tiles // CLUSTERS_OF_4_PER_WAVE)
+            else:
+                waves = -(-tiles * split // sm_count)
+            cost = waves * (-(-k_tiles // split) * tile_cost + overhead)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = (xt, bl, split), cost
     if best is None:
-        raise ValueError(f"no gemm tiling with x_tile={x_tile}, blocks={blocks}, split_k={split_k}: choose from "
-                         f"{sorted(TILINGS)} (stream-K needs one K for every group)")
+        raise ValueError(f"no gemm tiling with x_tile={x_tile}, blocks={blocks}: choose from {sorted(TILINGS)}")
     return best
 
 
-def gemm_config(problem: str, m_list, n_list, k: int, batches: int = 1, stream_ok: bool = True) -> dict:
+def gemm_config(problem: str, m_list, n_list, k: int, batches: int = 1) -> dict:
     """Compile options of one launch (rows of A and of B per group, K, batches)."""
     cfg = CONFIG[problem]
     num_b = 2 if problem == "dual_gemm" else 1
     x_tile, blocks, split_k = choose_tiling(num_b, m_list, n_list, k // TILE_K, batches, x_tile=cfg["x_tile"],
-                                            blocks=cfg["blocks"], split_k=cfg["split_k"], stream_ok=stream_ok)
+                                            blocks=cfg["blocks"], split_k=cfg["split_k"])
     return {"num_b": num_b, "x_tile": x_tile, "blocks": blocks, "split_k": split_k, "stages": cfg["stages"]}
 
 
@@ -121,22 +101,16 @@ def shape_config(problem: str, shape: dict) -> dict:
     if problem == "gemv":
         return gemv_config(shape["k"])
     as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
-    ks = as_list(shape["k"])
-    return gemm_config(problem, as_list(shape["m"]), as_list(shape["n"]), max(ks), shape.get("l", 1),
-                       stream_ok=len(set(ks)) == 1)
+    return gemm_config(problem, as_list(shape["m"]), as_list(shape["n"]), as_list(shape["k"])[0], shape.get("l", 1))
 
 
-def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k=1, blocks: int = 1,
+def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
                  keep_cubin: bool = False):
-    """(kernel object, compiled function), compiled once per static configuration (split_k:
-    a cluster size or STREAM_K)."""
+    """(kernel object, compiled function), compiled once per static configuration."""
     def build():
-        stream_k = split_k == STREAM_K
-        kernel = Fp4GemmSm90(num_b=num_b, x_tile=x_tile, stages=stages, split_k=1 if stream_k else split_k,
-                             blocks=blocks, stream_k=stream_k)
+        kernel = Fp4GemmSm90(num_b=num_b, x_tile=x_tile, stages=stages, split_k=split_k, blocks=blocks)
         compile_fn = cute.compile[cute.KeepCUBIN()] if keep_cubin else cute.compile
-        compiled = compile_fn(kernel, cute_host.fake_stream(), cutlass.Int64(0), cutlass.Int32(1), cutlass.Int64(0),
-                              cutlass.Int64(0), cutlass.Int32(1))
+        compiled = compile_fn(kernel, cute_host.fake_stream(), cutlass.Int64(0), cutlass.Int32(1), cutlass.Int32(1))
         return kernel, compiled
 
     return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, blocks, keep_cubin), build)
@@ -241,41 +215,14 @@ def cached_launch(compiled, key: tuple, build_args) -> None:
     compiled.run_compiled_program(entry[0])
 
 
-def tile_table(group_rows: list, tiles_per_group: list, batches: int, device):
-    """Device int64 tensor [batches x total tiles, TABLE_COLS] for the gemm-family kernel (one
-    small copy): each group's row (addresses, m, n, k) once per output tile and batch, followed
-    by the tile's index in its group and the batch."""
+def tile_table(group_rows: list, tiles_per_group: list, device):
+    """Device int64 tensor [total tiles, TABLE_COLS] for the gemm-family kernel (one small copy):
+    each group's row (addresses, m, n, k) once per output tile, followed by the tile's index in
+    its group."""
     import torch
 
-    rows = [row + [local, batch] for batch in range(batches)
-            for row, tiles in zip(group_rows, tiles_per_group) for local in range(tiles)]
+    rows = [row + [local] for row, tiles in zip(group_rows, tiles_per_group) for local in range(tiles)]
     return torch.tensor(rows, dtype=torch.int64).to(device)
-
-
-# Stream-K buffers per (device, stream): launches on one stream run one after another, and each
-# leaves its arrival counters at zero for the next. The counters have a buffer of their own, so
-# no launch finds another's partials where it expects zeros.
-_STREAM_K_BUFFERS: dict = {}
-
-
-def stream_k_launch(kernel: Fp4GemmSm90, rows: int, k_tiles: int, device) -> tuple:
-    """(CTAs, partials workspace, arrival counters) of a stream-K launch over `rows` table rows
-    of k_tiles each."""
-    import os
-    import torch
-
-    units = rows * k_tiles
-    ctas = min(int(os.environ.get("SM90_STREAM_CTAS", 0)) or torch.cuda.get_device_properties(device).multi_processor_count, units)
-    if (units + 1) * ctas >= 2 ** 31:
-        raise UnsupportedShape(f"stream-K: {units} (tile, k tile) units are too many for 32-bit unit indices")
-    key = (torch.device(device).index, torch.cuda.current_stream(device).cuda_stream)
-    work, counters = _STREAM_K_BUFFERS.get(key, (None, None))
-    if work is None or work.numel() < kernel.workspace_bytes(ctas):
-        work = torch.empty(kernel.workspace_bytes(ctas), dtype=torch.uint8, device=device)
-    if counters is None or counters.numel() < rows:
-        counters = torch.zeros(rows, dtype=torch.int32, device=device)
-    _STREAM_K_BUFFERS[key] = work, counters
-    return ctas, work, counters
 
 
 # ----------------------------------------------------------------------------------------------
