@@ -144,9 +144,8 @@ class Fp4GemmSm90:
     """
 
     def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1):
-        if x_tile not in (64, 128):
-            raise ValueError(f"x_tile {x_tile}: 64 or 128 (wgmma N <= 128 for the registers; its quarter tiers "
-                             "are whole 16-row producer steps)")
+        if x_tile % 16 or not 16 <= x_tile <= 128:
+            raise ValueError(f"x_tile {x_tile}: a multiple of 16 in 16..128 (wgmma N, registers)")
         if split_k not in (1, 2, 4, 8):
             raise ValueError(f"split_k {split_k}: 1, 2, 4 or 8 (a portable cluster size)")
         if blocks not in (1, 2) or blocks == 2 and x_tile != 128:
@@ -163,12 +162,6 @@ class Fp4GemmSm90:
         self.red_tile_bytes = x_tile * self.red_row * 4
         if self.smem_bytes() > SMEM_LIMIT:
             raise ValueError(f"{self.smem_bytes()} bytes of shared memory > {SMEM_LIMIT}")
-
-    def col_tiers(self) -> tuple:
-        """wgmma N sizes a tile may use (x_tile, 3/4, 1/2, 1/4 of it), largest first: a tile with
-        fewer rows of A left (group gemm, M not a multiple of x_tile) takes the smallest tier that
-        holds them. Multiples of 16: the producer moves 16 rows per step."""
-        return tuple(self.tile_m * q // 4 for q in (4, 3, 2, 1))
 
     @staticmethod
     def weight_rows(num_b: int, blocks: int = 1) -> int:
@@ -237,25 +230,13 @@ class Fp4GemmSm90:
             m, _n, k, x0, _w0, kt0, nk = self._tile(tbl, row0, kz)
             bm = Int64(batch) * Int64(m)
             a_addr, sfa_addr = tbl[row0] + bm * Int64(k // 2), tbl[row0 + 3] + bm * Int64(k // SF_VEC_SIZE)
-            # One copy of the loop per column tier (see col_tiers): rows of A past the tier are
-            # neither loaded nor decoded.
-            T0, T1, T2, T3 = self.col_tiers()
-            rows = m - x0
-            args = (tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty)
-            if rows > T1:
-                self._produce(*args, T0)
-            elif rows > T2:
-                self._produce(*args, T1)
-            elif rows > T3:
-                self._produce(*args, T2)
-            else:
-                self._produce(*args, T3)
+            self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty)
         else:
             if cutlass.const_expr(self.blocks > 1):
                 cute.arch.setmaxregister_increase(CONSUMER_REGS)
             cw = wg - 1
             ctid = tidx % WG_THREADS
-            m, n, k, x0, w0, kt0, nk = self._tile(tbl, row0, kz)
+            _m, n, k, _x0, w0, kt0, nk = self._tile(tbl, row0, kz)
             # Which weight operand (b1 / b2: table columns 1 / 2, scales 4 / 5) and rows this
             # warpgroup multiplies.
             j, wrow = 0, w0 + 64 * self.blocks * cw
@@ -265,19 +246,7 @@ class Fp4GemmSm90:
             w_addr, sfw_addr = tbl[row0 + 1 + j] + bn * Int64(k // 2), tbl[row0 + 4 + j] + bn * Int64(k // SF_VEC_SIZE)
             acc = cute.make_rmem_tensor((NACC * self.blocks,), Float32)  # fp32 m64 x x_tile per block
             acc.fill(0.0)
-            # Same tiers as the producer: the wgmma N is the tier, so a tile of 80 rows of A costs
-            # the MMAs of 96, not 128.
-            T0, T1, T2, T3 = self.col_tiers()
-            rows = m - x0
-            args = (acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, xbuf, full, empty)
-            if rows > T1:
-                self._consume(*args, T0)
-            elif rows > T2:
-                self._consume(*args, T1)
-            elif rows > T3:
-                self._consume(*args, T2)
-            else:
-                self._consume(*args, T3)
+            self._consume(acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, xbuf, full, empty)
 
             # pattern: epilogue
             # Both consumer warpgroups' wgmmas are done: the ring and the buffers (the producer
@@ -366,14 +335,13 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _produce(self, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32, row_bytes: Int32,
-                 kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32, cols: cutlass.Constexpr):
-        """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal; the
-        first `cols` rows of the tile (its column tier)."""
+                 kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32):
+        """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal."""
         # pattern: pipeline-setup
         STAGES = self.stages
         for s in cutlass.range_constexpr(STAGES - 1):
             if s < nk:
-                self._load_a(kt0 + s, Int32(s), tidx, a_addr, sfa_addr, m, x0, row_bytes, ring, cols)
+                self._load_a(kt0 + s, Int32(s), tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
             cute.arch.cp_async_commit_group()
         # end pattern
         for it in cutlass.range(nk, unroll=1):
@@ -382,7 +350,7 @@ class Fp4GemmSm90:
             named_barrier(PRODUCER_BARRIER_ID, WG_THREADS)
             nxt = it + STAGES - 1
             if nxt < nk:
-                self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes, ring, cols)
+                self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
             cute.arch.cp_async_commit_group()
             b = it % XBUFS
             # Buffer b was last read by the wgmmas of k tile it - XBUFS (parity trick: the first
@@ -390,38 +358,39 @@ class Fp4GemmSm90:
             mbar_wait(empty + 8 * b, ((it // XBUFS) & 1) ^ 1)
             slot = it % STAGES
             self._decode_a(tidx, ring + slot * self.ring_stage_bytes,
-                           ring + slot * self.ring_stage_bytes + self.ring_data_bytes, xbuf + b * self.xbuf_bytes, cols)
+                           ring + slot * self.ring_stage_bytes + self.ring_data_bytes, xbuf + b * self.xbuf_bytes)
             fence_proxy_async_smem()  # generic-proxy stores -> wgmma (async proxy) reads
             mbar_arrive(full + 8 * b)
         cute.arch.cp_async_wait_group(0)
 
     @cute.jit
     def _load_a(self, kt: Int32, slot: Int32, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32,
-                row_bytes: Int32, ring: Int32, cols: cutlass.Constexpr):
-        """cp.async of A's k tile kt (cols rows x 128 bytes + 16 scale bytes) into ring slot."""
+                row_bytes: Int32, ring: Int32):
+        """cp.async of A's k tile kt (x_tile rows x 128 bytes + 16 scale bytes) into ring slot."""
         # pattern: tma-load
         # (no TMA: 16-byte cp.async per thread, 8 threads per 128-byte row.) Rows past M are
         # clamped to the last valid row: their products land in output rows that are not stored.
         # Offsets are 32-bit (the host keeps M x K / 2 < 2^31) and added to the 64-bit base last:
         # fewer registers for the producer.
+        XT = self.tile_m
         data = ring + slot * self.ring_stage_bytes
         sfs = data + self.ring_data_bytes
-        for it in cutlass.range_constexpr(cols * 8 // WG_THREADS):
+        for it in cutlass.range_constexpr(XT * 8 // WG_THREADS):
             q = tidx + it * WG_THREADS
             r = q // 8
             u = q % 8
             src = a_addr + Int64(cutlass.min(x0 + r, m - 1) * row_bytes + kt * ROW_BYTES + u * 16)
             cp_async_16(data + r * ROW_BYTES + ((u ^ (r % 8)) * 16), src)
-        for it in cutlass.range_constexpr((cols + WG_THREADS - 1) // WG_THREADS):
+        for it in cutlass.range_constexpr((XT + WG_THREADS - 1) // WG_THREADS):
             r = tidx + it * WG_THREADS
-            if r < cols:
+            if r < XT:
                 src = sfa_addr + Int64(cutlass.min(x0 + r, m - 1) * (row_bytes // 8) + kt * SF_ROW_BYTES)
                 cp_async_16(sfs + r * SF_ROW_BYTES, src)
         # end pattern
 
     @cute.jit
-    def _decode_a(self, tidx: Int32, data: Int32, sfs: Int32, buf: Int32, cols: cutlass.Constexpr):
-        """Decode one ring slot (its first cols rows x 256 values) into the wgmma smem operand.
+    def _decode_a(self, tidx: Int32, data: Int32, sfs: Int32, buf: Int32):
+        """Decode one ring slot (x_tile rows x 256 values) into the wgmma smem operand.
 
         Work unit = (row r, chunk c, word j): word j of the four 16-byte segments of chunk c
         (what lanes t = 0..3 hold in the register path) gives 16 fp16x2; step 8c + 2j + q takes
@@ -431,8 +400,8 @@ class Fp4GemmSm90:
         one 128-byte core matrix.
         """
         # pattern: fp4-decode
-        steps = cols * 8 // WG_THREADS  # 16 rows per step
-        for it in cutlass.range(steps, unroll=min(steps, DECODE_UNROLL[self.blocks])):
+        XT = self.tile_m
+        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=DECODE_UNROLL[self.blocks]):
             wid = tidx + it * WG_THREADS
             j = (wid % 32) // 8
             blk = wid // 32
@@ -488,7 +457,7 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _consume(self, acc, ctid: Int32, w_addr: Int64, sfw_addr: Int64, n: Int32, wrow: Int32, row_bytes: Int32,
-                 kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32, cols: cutlass.Constexpr):
+                 kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32):
         """Consumer warpgroup: 64 x blocks weight rows from global memory, decoded into wgmma A
         fragments. With one block the next k tile's weights are in flight in a second register
         set; with two, each block's registers are reloaded as soon as its 16 steps are decoded,
@@ -545,10 +514,9 @@ class Fp4GemmSm90:
                             # end pattern
                             wgmma_fence()
                             desc = b_descriptor(xb + 2 * step * CORE_BYTES, CORE_BYTES, B_SBO)
-                            # m64 n{cols}: the first cols / 2 accumulators of the block
-                            d = wgmma_rs([acc[NACC * bl + i] for i in range(cols // 2)],
+                            d = wgmma_rs([acc[NACC * bl + i] for i in range(NACC)],
                                          [dA[fb + 0], dA[fb + 1], dA[fb + 2], dA[fb + 3]], desc)
-                            for i in cutlass.range_constexpr(cols // 2):
+                            for i in cutlass.range_constexpr(NACC):
                                 acc[NACC * bl + i] = d[i]
                             wgmma_commit()
                             wgmma_wait_one()
