@@ -45,7 +45,7 @@ from cutlass import Float32, Int32, Int64, Uint32
 from .decode import (ACC_RESCALE, ROW_BYTES, SF_ROW_BYTES, SF_VEC_SIZE, TABLE_COLS, TILE_K, _decode_word,
                      _scale_pair, cp_async_16, ldg_16, ldg_128_stream, lds_32, mul_f16x2, sts_128)
 from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_async_smem, wgmma_commit,
-                    wgmma_fence, wgmma_rs, wgmma_wait, wgmma_wait_all)
+                    wgmma_fence, wgmma_rs, wgmma_wait_all, wgmma_wait_one)
 
 WG_THREADS = 128
 CONSUMER_WGS = 2
@@ -61,16 +61,6 @@ CONSUMER_REGS = 216
 # Producer decode loop unroll (iterations of 8 rows x 4 words): full with one block; 4 within
 # the 72 registers of the blocks = 2 split, where ptxas spills the fully unrolled loop.
 DECODE_UNROLL = {1: 8, 2: 4}
-# Diagnostics of worklog section 9 (environment, read at import; defaults = the shipped kernel):
-# SM90_PROBE = half_a / no_a: the producer decodes half / none of the A rows; no_w: the consumers
-# replace the weight decode by one LOP3 per fragment register (probes: wrong results).
-# SM90_WGMMA_PENDING = 1..3: wgmma groups left in flight per consumer (1 shipped).
-# SM90_W_RELOAD = chunk: with two blocks, reload each 16-byte chunk of weights as soon as its
-# 8 steps are decoded instead of the whole block after its 16.
-_ENV = __import__("os").environ
-PROBE = _ENV.get("SM90_PROBE", "")
-WGMMA_PENDING = int(_ENV.get("SM90_WGMMA_PENDING", 1))
-W_RELOAD_CHUNK = _ENV.get("SM90_W_RELOAD", "") == "chunk"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -411,11 +401,7 @@ class Fp4GemmSm90:
         """
         # pattern: fp4-decode
         XT = self.tile_m
-        if cutlass.const_expr(PROBE == "half_a"):
-            XT = XT // 2
-        if cutlass.const_expr(PROBE == "no_a"):
-            XT = 16  # one step of 16 rows
-        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=min(XT * 8 // WG_THREADS, DECODE_UNROLL[self.blocks])):
+        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=DECODE_UNROLL[self.blocks]):
             wid = tidx + it * WG_THREADS
             j = (wid % 32) // 8
             blk = wid // 32
@@ -443,14 +429,14 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _load_w(self, dst, dsf, kt: Int32, w_addr: Int64, sfw_addr: Int64, off0: Int32, off1: Int32, t: Int32,
-                bl: cutlass.Constexpr = 0, chunks: cutlass.Constexpr = (0, 1)):
+                bl: cutlass.Constexpr = 0):
         """This lane's packed weights of k tile kt: rows g, g + 8 of a block (byte offsets off0,
         off1 of their starts), chunks 0, 1 (16 B each) + scales, into dst[16 bl ...], dsf[4 bl ...].
 
         The offsets stay 32-bit and k-dependent until the final add: four 64-bit row addresses
         (and four for the scales) live through the loop would cost the consumer 16 registers.
         """
-        for c in chunks:
+        for c in cutlass.range_constexpr(2):
             for h in cutlass.range_constexpr(2):
                 off = off0 if cutlass.const_expr(h == 0) else off1
                 w = ldg_128_stream(w_addr + Int64(off + kt * ROW_BYTES + (64 * c + 16 * t)))
@@ -498,9 +484,7 @@ class Fp4GemmSm90:
             nxt = cute.make_rmem_tensor((16,), Uint32)  # ... of k tile kt + 1, in flight
             nsf = cute.make_rmem_tensor((4,), Uint32)
         # end pattern
-        W = WGMMA_PENDING
-        FRAGS = 1 << W.bit_length()  # fragments in flight + the next; a power of two divides 16 steps
-        dA = cute.make_rmem_tensor((4 * FRAGS,), Uint32)
+        dA = cute.make_rmem_tensor((8,), Uint32)  # two A fragments: decode s + 1 while wgmma s runs
         if nk > 0:
             for bl in cutlass.range_constexpr(BL):
                 self._load_w(cur, csf, kt0, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t, bl)
@@ -521,18 +505,12 @@ class Fp4GemmSm90:
                         w_lo, w_hi = cur[16 * bl + (c * 2 + 0) * 4 + wj], cur[16 * bl + (c * 2 + 1) * 4 + wj]
                         for q in cutlass.range_constexpr(2):
                             step = 8 * c + 2 * wj + q
-                            fb = 4 * ((16 * bl + step) % FRAGS)
+                            fb = 4 * q
                             # pattern: fp4-decode
-                            if cutlass.const_expr(PROBE == "no_w"):
-                                dA[fb + 0] = w_lo ^ sc0
-                                dA[fb + 1] = w_hi ^ sc1
-                                dA[fb + 2] = w_lo ^ sc1
-                                dA[fb + 3] = w_hi ^ sc0
-                            else:
-                                dA[fb + 0] = mul_f16x2(_decode_word(w_lo, 2 * q), sc0)
-                                dA[fb + 1] = mul_f16x2(_decode_word(w_hi, 2 * q), sc1)
-                                dA[fb + 2] = mul_f16x2(_decode_word(w_lo, 2 * q + 1), sc0)
-                                dA[fb + 3] = mul_f16x2(_decode_word(w_hi, 2 * q + 1), sc1)
+                            dA[fb + 0] = mul_f16x2(_decode_word(w_lo, 2 * q), sc0)
+                            dA[fb + 1] = mul_f16x2(_decode_word(w_hi, 2 * q), sc1)
+                            dA[fb + 2] = mul_f16x2(_decode_word(w_lo, 2 * q + 1), sc0)
+                            dA[fb + 3] = mul_f16x2(_decode_word(w_hi, 2 * q + 1), sc1)
                             # end pattern
                             wgmma_fence()
                             desc = b_descriptor(xb + 2 * step * CORE_BYTES, CORE_BYTES, B_SBO)
@@ -541,16 +519,12 @@ class Fp4GemmSm90:
                             for i in cutlass.range_constexpr(NACC):
                                 acc[NACC * bl + i] = d[i]
                             wgmma_commit()
-                            wgmma_wait(W)
-                            if cutlass.const_expr(step == W - 1 and bl == 0):
+                            wgmma_wait_one()
+                            if cutlass.const_expr(step == 0 and bl == 0):
                                 # Every wgmma of k tile it - 1 has completed: its buffer is free.
                                 if it > 0:
                                     mbar_arrive(empty + 8 * ((it - 1) % XBUFS))
-                    if cutlass.const_expr(BL > 1 and W_RELOAD_CHUNK):
-                        if it + 1 < nk:
-                            self._load_w(cur, csf, kt0 + it + 1, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t,
-                                         bl, (c,))
-                if cutlass.const_expr(BL > 1 and not W_RELOAD_CHUNK):
+                if cutlass.const_expr(BL > 1):
                     if it + 1 < nk:  # this block's weights are decoded: fetch its next k tile
                         self._load_w(cur, csf, kt0 + it + 1, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t, bl)
                     if it + 2 < nk:
