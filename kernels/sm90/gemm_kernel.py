@@ -45,7 +45,7 @@ from cutlass import Float32, Int32, Int64, Uint32
 from .decode import (ACC_RESCALE, ROW_BYTES, SF_ROW_BYTES, SF_VEC_SIZE, TABLE_COLS, TILE_K, _decode_word,
                      _scale_pair, cp_async_16, ldg_16, ldg_128_stream, lds_32, mul_f16x2, sts_128)
 from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_async_smem, wgmma_commit,
-                    wgmma_fence, wgmma_rs, wgmma_wait_all, wgmma_wait_one)
+                    wgmma_fence, wgmma_rs, wgmma_wait, wgmma_wait_all)
 
 WG_THREADS = 128
 CONSUMER_WGS = 2
@@ -61,6 +61,10 @@ CONSUMER_REGS = 216
 # Producer decode loop unroll (iterations of 8 rows x 4 words): full with one block; 4 within
 # the 72 registers of the blocks = 2 split, where ptxas spills the fully unrolled loop.
 DECODE_UNROLL = {1: 8, 2: 4}
+# wgmma groups a consumer warpgroup leaves in flight while it decodes the next fragment: 3 was
+# 1-2.5% faster than 1 on all 11 benchmark shapes, 2 no better than 1 (worklog section 9).
+WGMMA_PENDING = 3
+A_FRAGS = 4  # fragment register sets: in flight + the next, a power of two that divides 16 steps
 
 
 # ----------------------------------------------------------------------------------------------
@@ -484,7 +488,7 @@ class Fp4GemmSm90:
             nxt = cute.make_rmem_tensor((16,), Uint32)  # ... of k tile kt + 1, in flight
             nsf = cute.make_rmem_tensor((4,), Uint32)
         # end pattern
-        dA = cute.make_rmem_tensor((8,), Uint32)  # two A fragments: decode s + 1 while wgmma s runs
+        dA = cute.make_rmem_tensor((4 * A_FRAGS,), Uint32)  # decode s + 1 while wgmmas s - 2 .. s run
         if nk > 0:
             for bl in cutlass.range_constexpr(BL):
                 self._load_w(cur, csf, kt0, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t, bl)
@@ -505,7 +509,7 @@ class Fp4GemmSm90:
                         w_lo, w_hi = cur[16 * bl + (c * 2 + 0) * 4 + wj], cur[16 * bl + (c * 2 + 1) * 4 + wj]
                         for q in cutlass.range_constexpr(2):
                             step = 8 * c + 2 * wj + q
-                            fb = 4 * q
+                            fb = 4 * ((16 * bl + step) % A_FRAGS)
                             # pattern: fp4-decode
                             dA[fb + 0] = mul_f16x2(_decode_word(w_lo, 2 * q), sc0)
                             dA[fb + 1] = mul_f16x2(_decode_word(w_hi, 2 * q), sc1)
@@ -519,9 +523,10 @@ class Fp4GemmSm90:
                             for i in cutlass.range_constexpr(NACC):
                                 acc[NACC * bl + i] = d[i]
                             wgmma_commit()
-                            wgmma_wait_one()
-                            if cutlass.const_expr(step == 0 and bl == 0):
-                                # Every wgmma of k tile it - 1 has completed: its buffer is free.
+                            wgmma_wait(WGMMA_PENDING)
+                            if cutlass.const_expr(step == WGMMA_PENDING - 1 and bl == 0):
+                                # At most steps 1 .. WGMMA_PENDING - 1 of this k tile are in flight:
+                                # every wgmma of k tile it - 1 has completed, its buffer is free.
                                 if it > 0:
                                     mbar_arrive(empty + 8 * ((it - 1) % XBUFS))
                 if cutlass.const_expr(BL > 1):

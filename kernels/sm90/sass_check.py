@@ -22,6 +22,7 @@ os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="sm90_sass_")
 
 from .. import cute_host  # noqa: E402
 from . import host  # noqa: E402
+from .gemm_kernel import WGMMA_PENDING  # noqa: E402
 
 # Instructions each kernel relies on: the tensor-core MMA (HGMMA = wgmma), the cp.async
 # global->shared copies of A (LDGSTS), the mbarrier hand-off between the producer and the
@@ -68,6 +69,9 @@ def check(name, cfg, build) -> dict:
     failures += [f"{ops[op]} x {op} ({why})" for op, why in FORBIDDEN.items() if ops[op]]
     if name != "gemv" and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") > 2:
         failures.append("wgmma serialized: a full WARPGROUP.DEPBAR after each HGMMA")
+    pending = f"WARPGROUP.DEPBAR.LE gsb0, {WGMMA_PENDING:#x}"
+    if name != "gemv" and pending not in sass:
+        failures.append(f"no {pending}: the main loop does not keep {WGMMA_PENDING} wgmma groups in flight")
     if name == "gemv":
         if not any("LDG" in line and ".128" in line for line in sass.splitlines()):
             failures.append("no 128-bit global load of A")

@@ -37,9 +37,9 @@ def wgmma_wait_all():
 
 
 @cute.jit
-def wgmma_wait_one():
-    """At most one wgmma group in flight: the A registers of the one before it are free."""
-    cute.arch.inline_ptx("wgmma.wait_group.sync.aligned 1;")
+def wgmma_wait(pending: cutlass.Constexpr):
+    """At most `pending` wgmma groups in flight: the A registers of the ones before are free."""
+    cute.arch.inline_ptx(f"wgmma.wait_group.sync.aligned {pending};")
 
 
 @cute.jit
