@@ -7,8 +7,9 @@ what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, sections 7 and
 - The MMA's register operand is the *weights* (the problem's B, N x K, read once): each
   consumer warp loads its 16 rows straight from global memory into registers (16 bytes per
   lane per row per 128 K values, the next k tile in flight while this one is multiplied, the
-  one after it prefetched into L2) and decodes them into the wgmma A fragment. Every weight value is decoded exactly once per CTA
-  and by the warp that multiplies it: no shared-memory round trip, no barrier.
+  one after it prefetched into L2) and decodes them into the wgmma A fragment. Every weight
+  value is decoded exactly once per CTA and by the warp that multiplies it: no shared-memory
+  round trip, no barrier.
 - The smem operand is the *activations* (the problem's A, M x K, small M): a producer
   warpgroup cp.async's the packed tile into a ring, decodes it once per CTA into an fp16 buffer
   (canonical K-major layout, slot order) and hands it to the consumers with an mbarrier; the
@@ -64,7 +65,9 @@ DECODE_UNROLL = {1: 8, 2: 4}
 # wgmma groups a consumer warpgroup leaves in flight while it decodes the next fragment: 3 was
 # 1-2.5% faster than 1 on all 11 benchmark shapes, 2 no better than 1 (worklog section 9).
 WGMMA_PENDING = 3
-A_FRAGS = 4  # fragment register sets: in flight + the next, a power of two that divides 16 steps
+# Fragment register sets: one per wgmma in flight plus the one being decoded, rounded up to a
+# power of two so that it divides the 16 steps of a block (a step's set is the same every k tile).
+A_FRAGS = 1 << WGMMA_PENDING.bit_length()
 
 
 # ----------------------------------------------------------------------------------------------
