@@ -71,12 +71,14 @@ class Store:
         self.home = settings.home
         self.manifest_path = self.home / "manifest.json"
         self.lexical_path = self.home / "lexical"
+        self._client = None
         self._collection = None
 
     # ---- Chroma -------------------------------------------------------------------------------
     @property
-    def collection(self):
-        if self._collection is None:
+    def client(self):
+        """The Chroma client: an HttpClient when BRAIN_CHROMA_URL is set, else a PersistentClient in the home."""
+        if self._client is None:
             import chromadb
             from chromadb.config import Settings as ChromaSettings
             chroma_settings = ChromaSettings(anonymized_telemetry=False)
@@ -84,19 +86,34 @@ class Store:
                 if self.settings.chroma_url:
                     from urllib.parse import urlparse
                     url = urlparse(self.settings.chroma_url)
-                    client = chromadb.HttpClient(host=url.hostname or "127.0.0.1", port=url.port or 8000,
-                                                 ssl=url.scheme == "https", settings=chroma_settings)
+                    self._client = chromadb.HttpClient(host=url.hostname or "127.0.0.1", port=url.port or 8000,
+                                                       ssl=url.scheme == "https", settings=chroma_settings)
                 else:
                     self.home.mkdir(parents=True, exist_ok=True)
-                    client = chromadb.PersistentClient(path=str(self.home / "chroma"), settings=chroma_settings)
-                self._collection = client.get_or_create_collection(
-                    self.settings.collection, embedding_function=None,
-                    configuration={"hnsw": {"space": "cosine"}})
-            except BrainError:
-                raise
+                    self._client = chromadb.PersistentClient(path=str(self.home / "chroma"), settings=chroma_settings)
             except Exception as e:  # connection refused, corrupt folder, ...
-                where = self.settings.chroma_url or str(self.home / "chroma")
-                raise Unavailable(f"cannot open the Chroma store at {where}: {e}") from None
+                raise Unavailable(f"cannot open the Chroma store at {self._where()}: {e}") from None
+        return self._client
+
+    def _where(self) -> str:
+        return self.settings.chroma_url or str(self.home / "chroma")
+
+    def named_collection(self, suffix: str = ""):
+        """The index's chunk collection (suffix "") or a side collection of the same index (e.g. "attempts"),
+        cosine space, embeddings supplied by us."""
+        name = f"{self.settings.collection}-{suffix}" if suffix else self.settings.collection
+        try:
+            return self.client.get_or_create_collection(name, embedding_function=None,
+                                                        configuration={"hnsw": {"space": "cosine"}})
+        except BrainError:
+            raise
+        except Exception as e:
+            raise Unavailable(f"cannot open the Chroma collection '{name}' at {self._where()}: {e}") from None
+
+    @property
+    def collection(self):
+        if self._collection is None:
+            self._collection = self.named_collection()
         return self._collection
 
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
@@ -162,7 +179,7 @@ class Store:
             self.delete(ids)
         except BrainError:
             shutil.rmtree(self.home / "chroma", ignore_errors=True)
-            self._collection = None
+            self._client = self._collection = None
         self.manifest_path.unlink(missing_ok=True)
         shutil.rmtree(self.lexical_path, ignore_errors=True)
 
