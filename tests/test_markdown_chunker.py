@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from brain.chunking import MAX_CHARS, chunk_file, chunk_text
+from brain.chunking import HARD_MAX, MAX_CHARS, chunk_file, chunk_text
 from brain.chunking.markdown import chunk_markdown
 from brain.textfix import repair_mojibake
 from tests.conftest import SHIPPED
@@ -63,24 +63,44 @@ def test_line_ranges_point_at_the_original_lines():
 
 def test_oversized_section_is_split_between_blocks_and_repeats_the_path():
     paras = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(12))
-    fence = "```\n" + "\n".join(f"# line {i} " + "x" * 70 for i in range(30)) + "\n```"
+    fence = "```\n" + "\n".join(f"# line {i} " + "x" * 70 for i in range(20)) + "\n```"
     text = f"# T\n\n## Big\n\n{paras}\n\n{fence}\n\n{paras}\n"
     chunks = chunk_markdown(text, "big.md")
     assert len(chunks) > 3
     assert all(c.section == "T › Big" for c in chunks)
     fence_chunks = [c for c in chunks if "# line 0 " in c.text]
-    assert len(fence_chunks) == 1 and "# line 29 " in fence_chunks[0].text  # the fence is never cut
+    assert len(fence_chunks) == 1 and "# line 19 " in fence_chunks[0].text  # a fence under HARD_MAX is never cut
+    assert len(fence) > MAX_CHARS
     for c in chunks:
         assert c.text == _lines_of(text, c)
         if "```" not in c.text:
             assert len(c.text) <= MAX_CHARS
 
 
-def test_table_is_never_split():
-    rows = "\n".join(f"| row {i} | " + "v" * 80 + " |" for i in range(40))
+def test_block_over_the_hard_cap_is_cut_between_lines_at_blank_lines():
+    code = "\n\n".join("\n".join(f"step_{g}_{i} = compute(value_{i}, other_{i})  # stage {g}" for i in range(8))
+                       for g in range(12))
+    text = f"# T\n\nIntro.\n\n```python\n{code}\n```\n\nAfter.\n"
+    chunks = chunk_markdown(text, "code.md")
+    pieces = [c for c in chunks if "step_" in c.text]
+    assert len(pieces) > 1 and all(len(c.text) <= HARD_MAX for c in chunks)
+    for prev, nxt in zip(pieces, pieces[1:]):
+        assert text.splitlines()[nxt.start_line - 2] == ""  # each cut falls on a blank line
+        assert nxt.start_line > prev.end_line
+    assert all(c.text == _lines_of(text, c) for c in chunks)
+
+
+def test_table_is_kept_whole_up_to_the_cap_then_cut_between_rows():
+    rows = "\n".join(f"| row {i} | " + "v" * 80 + " |" for i in range(18))
     text = f"# T\n\n| h | v |\n|---|---|\n{rows}\n"
     chunks = chunk_markdown(text, "t.md")
-    assert len(chunks) == 1 and "| row 0 |" in chunks[0].text and "| row 39 |" in chunks[0].text
+    assert len(chunks) == 1 and "| row 0 |" in chunks[0].text and "| row 17 |" in chunks[0].text
+    rows = "\n".join(f"| row {i} | " + "v" * 80 + " |" for i in range(60))
+    text = f"# T\n\n| h | v |\n|---|---|\n{rows}\n"
+    chunks = chunk_markdown(text, "t.md")
+    assert len(chunks) > 2 and all(len(c.text) <= HARD_MAX for c in chunks)
+    assert all(line.startswith("|") for c in chunks for line in c.text.splitlines()
+               if line.strip() and line != "# T")  # whole rows
 
 
 def test_setext_headings_and_rules():
@@ -110,6 +130,7 @@ def test_shipped_worklogs_chunk_exactly(path: Path):
     assert chunks
     for c in chunks:
         assert 1 <= c.start_line <= c.end_line <= len(raw)
+        assert len(c.text) <= HARD_MAX
         assert c.text == "\n".join(repair_mojibake(x) for x in raw[c.start_line - 1:c.end_line])
         assert c.text.count("```") % 2 == 0, f"fence cut at {c.start_line}-{c.end_line}"
         assert c.kind in {"lesson", "failed-attempt", "constraint", "result", "how-to", "reference"}

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from brain.chunking import MAX_CHARS, SECTION_SEP
+from brain.chunking import HARD_MAX, MAX_CHARS, SECTION_SEP
 from brain.chunking.rst import chunk_rst
 
 SAMPLE_CUTEDSL = Path("/work/shared/sample-corpora/cutedsl")
@@ -152,13 +152,17 @@ def test_comments_and_targets_are_not_indexed_and_substitutions_expand():
     assert "Intro paragraph about CuTe DSL." in joined
 
 
-def test_huge_block_is_never_cut_but_prose_is_packed_under_the_cap():
-    code = "\n".join(f"   value_{i} = {i}" for i in range(300))
+def test_big_block_is_cut_only_over_the_hard_cap_and_prose_is_packed_under_the_cap():
+    code = "\n".join(f"   value_{i} = {i}" for i in range(100))
     prose = "\n\n".join(f"Paragraph {i} " + "word " * 40 for i in range(30))
     text = f"Title\n=====\n\n{prose}\n\n.. code:: python\n\n{code}\n"
     chunks = chunk_rst(text, "big.rst")
     code_chunks = [c for c in chunks if "value_0 =" in c.text]
-    assert len(code_chunks) == 1 and "value_299 = 299" in code_chunks[0].text
+    assert len(code_chunks) == 1 and "value_99 = 99" in code_chunks[0].text  # 1,700 characters: whole
+    huge = "\n".join(f"   value_{i} = {i}" for i in range(400))
+    huge_chunks = chunk_rst(f"Title\n=====\n\n.. code:: python\n\n{huge}\n", "huge.rst")
+    assert len(huge_chunks) > 2 and all(len(c.text) <= HARD_MAX for c in huge_chunks)
+    assert "value_399 = 399" in huge_chunks[-1].text
     prose_chunks = [c for c in chunks if "Paragraph" in c.text]
     assert len(prose_chunks) > 1 and all(len(c.text) <= MAX_CHARS for c in prose_chunks)
 
@@ -189,6 +193,7 @@ def test_sample_cutedsl_docs_chunk_with_valid_line_ranges():
         assert chunks, f.name
         for c in chunks:
             assert 1 <= c.start_line <= c.end_line <= n, (f.name, c.start_line, c.end_line)
+            assert len(c.text) <= HARD_MAX, (f.name, c.start_line)
             assert ".. _" not in c.text.splitlines()[0]
     limits = chunk_rst((SAMPLE_CUTEDSL / "limitations.rst").read_text(encoding="utf-8"), "limitations.rst")
     glob = _chunk_having(limits, "global x")

@@ -8,11 +8,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from brain import BrainError
 
-CHUNKER_VERSION = 4  # bump when chunk boundaries or metadata change: the next ingest re-chunks every file
-MAX_CHARS = 1200  # size cap for a chunk's prose; a single fence or table is never cut, so it may exceed this
+CHUNKER_VERSION = 5  # bump when chunk boundaries or metadata change: the next ingest re-chunks every file
+MAX_CHARS = 1200  # size cap for packing prose blocks into one chunk
+HARD_MAX = 2000  # no chunk is larger (bar a single line longer than this): a passage must stay readable
+PACK_MIN, PACK_MAX = 600, 1800  # pieces cut from a larger unit aim for this range, so each still answers something
 SECTION_SEP = " › "
 
 
@@ -43,6 +46,26 @@ class Chunk:
 
     def embedding_text(self) -> str:
         return f"{self.context}\n\n{self.text}" if self.context else self.text
+
+
+def cut_span(start: int, end: int, size: Callable[[int, int], int], priority: Callable[[int], int]
+             ) -> list[tuple[int, int]]:
+    """Cut lines start..end (inclusive) into pieces of at most PACK_MAX characters where possible (HARD_MAX at
+    most). `size(a, b)` is the length of lines a..b; `priority(line)` says how good a cut just before `line` is
+    (lower is better: a statement start, a blank line, ...). Among the cuts that leave a piece of at least
+    PACK_MIN, the best priority wins, the latest on a tie."""
+    pieces = []
+    a = start
+    while a < end and size(a, end) > HARD_MAX:
+        limit = a + 1  # the first line after the longest piece that fits
+        while limit <= end and size(a, limit) <= PACK_MAX:
+            limit += 1
+        candidates = [b for b in range(a + 1, limit + 1) if size(a, b - 1) >= PACK_MIN] or [limit]
+        best = min(candidates, key=lambda b: (priority(b), -b))
+        pieces.append((a, best - 1))
+        a = best
+    pieces.append((a, end))
+    return pieces
 
 
 def read_text(path: Path) -> str:

@@ -1,20 +1,30 @@
-"""Python chunker: chunks follow the AST, and marked pattern regions become snippet chunks of their own.
+"""Python chunker: passage-sized chunks along the AST; marked pattern regions become snippet chunks too.
 
-Each function, method and class is a chunk named by its qualified name with its exact line range (decorators
-included); module-level statements between them are grouped. A definition longer than the size cap is cut
-between its top-level statements, each piece headed by the enclosing signature.
+A file is read as nested bodies (module, class, function, and the blocks of `if`/`for`/`with`/...). Each body
+is a run of statements, each statement taking the comment lines above it. A statement too large for a chunk
+(HARD_MAX) is opened up: a definition or compound statement into its own body, a single huge statement or
+docstring cut between lines. The rest are packed in order into pieces of about PACK_MIN..PACK_MAX characters,
+so small neighbouring functions share a chunk and a long function is cut along its statements. A module
+docstring and a long comment block are chunks of their own. The chunk text is exactly its source lines (its
+first line is `start_line`); the enclosing qualified name and signature travel in `context`, which is
+prepended for embedding and lexical indexing.
 """
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from brain.chunking import MAX_CHARS, SECTION_SEP, Chunk, UnsupportedFile
+from brain.chunking import HARD_MAX, PACK_MAX, PACK_MIN, SECTION_SEP, Chunk, UnsupportedFile, cut_span
 from brain.patterns import detect_patterns, find_regions
 from brain.taxonomy import detect_tags
 
-CODE_MAX_CHARS = 2 * MAX_CHARS  # code is denser to read whole; still small enough to embed well
+CODE_MAX_CHARS = HARD_MAX
+ALONE_DOCSTRING = 300  # a module docstring at least this long is a chunk of its own
+PACK_TARGET = 1000  # packed pieces grow past this only when that saves a fragment
+ALONE_COMMENT = 800  # so is a comment block at least this long (a licence, a design note)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _span(node: ast.AST) -> tuple[int, int]:
@@ -23,105 +33,251 @@ def _span(node: ast.AST) -> tuple[int, int]:
 
 
 def _signature(lines: list[str], node: ast.AST) -> str:
-    """The `def ...:` / `class ...:` header, possibly over several lines."""
+    """The `def ...:` / `class ...:` header, possibly over several lines, on one line."""
     body_start = node.body[0].lineno if node.body else node.lineno
     header = lines[node.lineno - 1: max(node.lineno, body_start - 1)]
     text = " ".join(re.sub(r"\s+#.*$", "", h).strip() for h in header)  # drop per-argument comments
-    text = re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
+    text = re.sub(r"\(\s+", "(", re.sub(r",?\s+\)", ")", text))
     return text if text.endswith(":") else lines[node.lineno - 1].strip()
 
 
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _children(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements of every block of a compound statement, in line order (else/except/case bodies too)."""
+    out = list(getattr(stmt, "body", [])) + list(getattr(stmt, "orelse", [])) + list(getattr(stmt, "finalbody", []))
+    for h in getattr(stmt, "handlers", []):
+        out += h.body
+    for c in getattr(stmt, "cases", []):
+        out += c.body
+    return sorted((s for s in out if isinstance(s, ast.stmt)), key=lambda s: s.lineno)
+
+
+@dataclass
+class _Atom:
+    start: int
+    end: int
+    names: list[str] = field(default_factory=list)  # definitions it holds (their qualified names)
+    alone: bool = False  # a chunk of its own (a long docstring or comment block)
+    pieces: list["_Piece"] | None = None  # set when the atom was too large and has been opened up
+
+
+@dataclass
+class _Piece:
+    start: int
+    end: int
+    section: str
+    context: str
+    alone: bool = False  # never merged with a neighbour
+
+
 class _Builder:
-    def __init__(self, text: str, source: str):
+    def __init__(self, text: str, source: str, tree: ast.Module):
         self.lines = text.splitlines()
         self.source = source
         self.module = PurePosixPath(source).name
         self.chunks: list[Chunk] = []
+        self._prefix = [0]
+        for line in self.lines:
+            self._prefix.append(self._prefix[-1] + len(line) + 1)
+        # cut priorities: a statement start (moved above its comments) by nesting depth; a blank line after
+        self.stmt_depth: dict[int, int] = {}
+        self._depths(tree.body, 0)
 
+    def _depths(self, stmts: list[ast.stmt], depth: int) -> None:
+        for s in stmts:
+            line = self._lead_start(_span(s)[0])
+            self.stmt_depth[line] = min(depth, self.stmt_depth.get(line, depth))
+            self._depths(_children(s), depth + 1)
+
+    def _lead_start(self, line: int) -> int:
+        while line > 1 and self.lines[line - 2].lstrip().startswith("#"):
+            line -= 1
+        return line
+
+    def size(self, start: int, end: int) -> int:
+        return self._prefix[end] - self._prefix[start - 1] - 1 if end >= start else 0
+
+    def priority(self, line: int) -> int:
+        if line in self.stmt_depth:
+            return self.stmt_depth[line]
+        return 50 if not self.lines[line - 2].strip() else 100
+
+    def cut(self, start: int, end: int) -> list[tuple[int, int]]:
+        return cut_span(start, end, self.size, self.priority)
+
+    # ---- bodies ------------------------------------------------------------------------------------
+    def body(self, stmts: list[ast.stmt], first: int, last: int, qual: str, context: str, kind: str
+             ) -> list[_Piece]:
+        """Pieces covering lines first..last, which hold `stmts` (a body of kind module, class or function)."""
+        atoms: list[_Atom] = []
+        prev = first
+        for i, stmt in enumerate(stmts):
+            s, e = _span(stmt)
+            e = last if i == len(stmts) - 1 else e  # trailing comments go with the last statement
+            comment = self._comment_block(prev, s - 1)
+            if comment and self.size(*comment) >= ALONE_COMMENT:  # with the lines above it (a def header)
+                atoms.append(_Atom(prev, comment[1], alone=True))
+                prev = comment[1] + 1
+            atom = _Atom(prev, e)
+            if isinstance(stmt, _DEFS):
+                atom.names = [f"{qual}.{stmt.name}" if qual else stmt.name]
+            if _is_docstring(stmt):  # a docstring (with the def line above it) or a string used as one
+                atom.alone = self.size(prev, e) >= (ALONE_DOCSTRING if kind == "module" else PACK_MIN)
+            if self.size(atom.start, atom.end) > HARD_MAX:
+                atom.pieces = self.open_up(stmt, atom, qual, context)
+            atoms.append(atom)
+            prev = e + 1
+        if not stmts:
+            atoms.append(_Atom(first, last))
+        if kind == "class":
+            atoms[0].names.insert(0, qual)  # the piece holding the class line is named by the class
+        return self.pack(atoms, qual, context, kind)
+
+    def _comment_block(self, a: int, b: int) -> tuple[int, int] | None:
+        """The comment lines (blank lines between them included) within a..b, if any."""
+        idx = [j for j in range(a, b + 1) if self.lines[j - 1].lstrip().startswith("#")]
+        return (idx[0], idx[-1]) if idx else None
+
+    def open_up(self, stmt: ast.stmt, atom: _Atom, qual: str, context: str) -> list[_Piece]:
+        """Pieces of one statement too large for a chunk (its leading lines from atom.start included)."""
+        if isinstance(stmt, _DEFS) and len(stmt.body) > 0:
+            name = f"{qual}.{stmt.name}" if qual else stmt.name
+            sig = _signature(self.lines, stmt)
+            ctx = f"{self.module}{SECTION_SEP}{name}: {sig}"
+            kind = "class" if isinstance(stmt, ast.ClassDef) else "function"
+            return self.body(stmt.body, atom.start, atom.end, name, ctx, kind)
+        children = _children(stmt)
+        if children:
+            header = self.lines[stmt.lineno - 1].strip()
+            return self.body(children, atom.start, atom.end, qual, f"{context}{SECTION_SEP}{header}", "block")
+        return [_Piece(a, b, qual, context) for a, b in self.cut(atom.start, atom.end)]
+
+    def pack(self, atoms: list[_Atom], qual: str, context: str, kind: str) -> list[_Piece]:
+        """Runs of packable atoms are grouped (dynamic programming over the cut points) into pieces near the
+        target size; an atom that stands alone or was opened up keeps its own boundaries."""
+        out: list[_Piece] = []
+        run: list[_Atom] = []
+
+        def flush():
+            for i, j in self._groups(run):
+                names = [n for a in run[i:j + 1] for n in a.names]
+                out.append(_Piece(run[i].start, run[j].end, self._section(qual, names, kind), context))
+            run.clear()
+
+        for a in atoms:
+            if a.pieces is not None or a.alone:
+                flush()
+                out.extend(a.pieces if a.pieces is not None else
+                           [_Piece(x, y, qual, context, alone=True) for x, y in self.cut(a.start, a.end)])
+            else:
+                run.append(a)
+        flush()
+        return self._merge_fragments(out)
+
+    def _merge_fragments(self, pieces: list[_Piece]) -> list[_Piece]:
+        """A fragment left between opened-up statements (the tail of a loop, two statements before a large
+        `if`) joins its smaller neighbour when both fit in PACK_MAX; the merged piece keeps the context the
+        two share (the outer block), so the header line of the inner block is in its text."""
+        while True:
+            small = [i for i, p in enumerate(pieces) if not p.alone and self.size(p.start, p.end) < PACK_MIN]
+            best = None
+            for i in sorted(small, key=lambda i: self.size(pieces[i].start, pieces[i].end)):
+                for j in (i - 1, i + 1):
+                    if 0 <= j < len(pieces) and not pieces[j].alone:
+                        a, b = sorted((i, j))
+                        size = self.size(pieces[a].start, pieces[b].end)
+                        if size <= PACK_MAX and (best is None or size < best[0]):
+                            best = (size, a, b)
+                if best:
+                    break
+            if not best:
+                return pieces
+            _, a, b = best
+            pa, pb = pieces[a], pieces[b]
+            pieces[a:b + 1] = [_Piece(pa.start, pb.end, _join_sections(pa.section, pb.section),
+                                      _common_context(pa.context, pb.context))]
+
+    def _groups(self, run: list[_Atom]) -> list[tuple[int, int]]:
+        n = len(run)
+        best = [0.0] + [float("inf")] * n
+        back = [0] * (n + 1)
+        for j in range(1, n + 1):
+            for i in range(j, 0, -1):
+                size = self.size(run[i - 1].start, run[j - 1].end)
+                if size > HARD_MAX and i < j:
+                    break
+                cost = best[i - 1] + _piece_cost(size)
+                if cost < best[j]:
+                    best[j], back[j] = cost, i
+        groups, j = [], n
+        while j > 0:
+            groups.append((back[j] - 1, j - 1))
+            j = back[j] - 1
+        return groups[::-1]
+
+    def _section(self, qual: str, names: list[str], kind: str) -> str:
+        if kind in ("function", "block") or not names:
+            return qual
+        return ", ".join(names) if len(names) <= 3 else f"{names[0]} … {names[-1]}"
+
+    # ---- chunks ------------------------------------------------------------------------------------
     def add(self, start: int, end: int, qualname: str, context: str, patterns: list[str] | None = None,
-            header: str = "", region: bool = False) -> None:
+            region: bool = False) -> None:
         while start < end and not self.lines[start - 1].strip():
             start += 1
         while end > start and not self.lines[end - 1].strip():
             end -= 1
-        body = "\n".join(self.lines[start - 1:end])
-        if not body.strip():
+        text = "\n".join(self.lines[start - 1:end])
+        if not text.strip():
             return
-        text = f"{header}\n{body}" if header else body
         section = SECTION_SEP.join([self.module, qualname]) if qualname else self.module
         self.chunks.append(Chunk(
             text=text, source=self.source, start_line=start, end_line=end, section=section, kind="code",
             language="python", tags=detect_tags(section, text), title=self.module, context=context or section,
-            patterns=patterns if patterns is not None else detect_patterns(body), region=region,
+            patterns=patterns if patterns is not None else detect_patterns(text), region=region,
         ))
-
-    def size(self, start: int, end: int) -> int:
-        return sum(len(line) + 1 for line in self.lines[start - 1:end])
-
-    def definition(self, node: ast.AST, prefix: str) -> None:
-        qual = f"{prefix}.{node.name}" if prefix else node.name
-        start, end = _span(node)
-        sig = _signature(self.lines, node)
-        if isinstance(node, ast.ClassDef):
-            methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-            # the class chunk: header, docstring and attributes up to the first method
-            head_end = (_span(methods[0])[0] - 1) if methods else end
-            self.add(start, head_end, qual, sig)
-            for m in methods:
-                self.definition(m, qual)
-            return
-        if self.size(start, end) <= CODE_MAX_CHARS or len(node.body) < 2:
-            self.add(start, end, qual, sig)
-            return
-        # a long function: cut between top-level statements of its body
-        stmts = node.body
-        piece_start, n = start, 0
-        groups = []
-        for i, stmt in enumerate(stmts):
-            s_end = stmts[i + 1].lineno - 1 if i + 1 < len(stmts) else end
-            if self.size(piece_start, s_end) > CODE_MAX_CHARS and s_end > piece_start and stmt.lineno > piece_start:
-                groups.append((piece_start, stmt.lineno - 1))
-                piece_start = stmt.lineno
-        groups.append((piece_start, end))
-        for n, (a, b) in enumerate(groups, 1):
-            def_line = self.lines[node.lineno - 1]
-            indent = def_line[:len(def_line) - len(def_line.lstrip())]
-            header = "" if a == start else f"{indent}{sig}  # continued"
-            self.add(a, b, f"{qual} (part {n}/{len(groups)})", sig, header=header)
-
-    def module_level(self, tree: ast.Module) -> None:
-        pending: list[ast.stmt] = []
-
-        def flush():
-            if pending:
-                self.add(_span(pending[0])[0], pending[-1].end_lineno, "", f"module {self.module}")
-                pending.clear()
-
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                flush()
-                self.definition(node, "")
-            else:
-                if pending and self.size(_span(pending[0])[0], node.end_lineno) > CODE_MAX_CHARS:
-                    flush()
-                pending.append(node)
-        flush()
 
     def regions(self) -> None:
         """Marked pattern regions become their own chunks: the snippets `brain snippets` returns."""
         for region in find_regions(self.lines):
             enclosing = self._enclosing(region.start)
-            self.add(region.start, region.end, f"{enclosing} [{', '.join(region.names)}]".strip(),
-                     f"{self.module} {enclosing}: pattern {', '.join(region.names)}", patterns=region.names,
-                     region=True)
+            names = ", ".join(region.names)
+            for a, b in self.cut(region.start, region.end):
+                self.add(a, b, f"{enclosing} [{names}]".strip(), f"{self.module} {enclosing}: pattern {names}",
+                         patterns=region.names, region=True)
 
     def _enclosing(self, line: int) -> str:
-        best = ""
         for c in self.chunks:
-            if c.start_line <= line <= c.end_line and " [" not in c.section:
-                best = c.section.split(SECTION_SEP, 1)[-1] if SECTION_SEP in c.section else ""
-                best = best.split(" (part")[0]
-        return best
+            if c.start_line <= line <= c.end_line and not c.region:
+                return c.section.split(SECTION_SEP, 1)[1] if SECTION_SEP in c.section else ""
+        return ""
+
+
+def _join_sections(a: str, b: str) -> str:
+    names = list(dict.fromkeys(n for s in (a, b) for n in s.split(", ") if n and n != "…"))
+    if a == b or not names:
+        return a
+    return ", ".join(names) if len(names) <= 3 else f"{names[0]} … {names[-1]}"
+
+
+def _common_context(a: str, b: str) -> str:
+    pa, pb = a.split(SECTION_SEP), b.split(SECTION_SEP)
+    n = 0
+    while n < min(len(pa), len(pb)) and pa[n] == pb[n]:
+        n += 1
+    if n == 0:
+        return a if len(a) <= len(b) else b
+    return SECTION_SEP.join(pa[:n])
+
+
+def _piece_cost(size: int) -> float:
+    """Cost of one piece: each piece costs 1, more when it is a fragment (under PACK_MIN) or long."""
+    cost = 1.0 + 4.0 * (max(0, PACK_MIN - size) / PACK_MIN) ** 2
+    cost += (max(0, size - PACK_TARGET) / 500) ** 2 + 10.0 * (max(0, size - PACK_MAX) / 200) ** 2
+    return cost
 
 
 def chunk_python(text: str, source: str) -> list[Chunk]:
@@ -129,7 +285,9 @@ def chunk_python(text: str, source: str) -> list[Chunk]:
         tree = ast.parse(text)
     except SyntaxError as e:
         raise UnsupportedFile(f"{source}: Python syntax error at line {e.lineno}: {e.msg}") from None
-    b = _Builder(text, source)
-    b.module_level(tree)
+    b = _Builder(text, source, tree)
+    if b.lines:
+        for p in b.body(tree.body, 1, len(b.lines), "", b.module, "module"):
+            b.add(p.start, p.end, p.section, p.context)
     b.regions()
     return b.chunks

@@ -3,13 +3,15 @@
 A format's scanner turns lines into `Block`s (headings, fences or directives, tables, prose); from there
 the path to chunks is the same: group blocks under their headings, pack each section's blocks into pieces of
 at most MAX_CHARS without cutting a block, and let a heading with nothing under it open the next piece.
+Only a block larger than HARD_MAX (a long fence, table or directive) is cut, between lines, at blank lines
+where it can be.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from brain.chunking import MAX_CHARS
+from brain.chunking import HARD_MAX, MAX_CHARS, cut_span
 
 
 @dataclass
@@ -33,23 +35,42 @@ def split_prose(block: Block, lines: list[str]) -> list[Block]:
     return out
 
 
+def split_oversized(block: Block, lines: list[str]) -> list[Block]:
+    """Cut a fence, table or directive larger than HARD_MAX into parts of the same kind, at blank lines where
+    possible (a table between rows): no chunk may be too long to read or to embed."""
+    def size(a: int, b: int) -> int:
+        return sum(len(lines[j]) + 1 for j in range(a, b + 1)) - 1
+
+    if size(block.start, block.end) <= HARD_MAX:
+        return [block]
+    spans = cut_span(block.start, block.end, size, lambda j: 0 if not lines[j - 1].strip() else 1)
+    out = []
+    for a, b in spans:
+        while b > a and not lines[b].strip():  # a cut at a blank line leaves it at the end of the part
+            b -= 1
+        out.append(Block(block.kind, a, b, block.level, block.title))
+    return out
+
+
+def _span_size(lines: list[str], a: int, b: int) -> int:
+    return sum(len(lines[j]) + 1 for j in range(a, b + 1))
+
+
 def pack_blocks(blocks: list[Block], lines: list[str]) -> list[tuple[int, int]]:
-    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS, never cutting a block.
-    A sentence that introduces the block after it ("... as follows:") moves with that block."""
+    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS (what lies between the blocks,
+    such as an rst comment, counted), never cutting a block. A sentence that introduces the block after it
+    ("... as follows:") moves with that block when the two fit in HARD_MAX."""
     groups: list[list[Block]] = []
-    size = 0
     for b in blocks:
-        n = sum(len(lines[j]) + 1 for j in range(b.start, b.end + 1))
-        if groups and size + n > MAX_CHARS:
+        if groups and _span_size(lines, groups[-1][0].start, b.end) > MAX_CHARS:
             cur = groups[-1]
             lead_in = cur[-1] if len(cur) > 1 and cur[-1].kind == "prose" and b.kind != "prose" \
-                and lines[cur[-1].end].rstrip().endswith(":") else None
+                and lines[cur[-1].end].rstrip().endswith(":") \
+                and _span_size(lines, cur[-1].start, b.end) <= HARD_MAX else None
             groups.append([cur.pop()] if lead_in else [])
-            size = sum(len(lines[j]) + 1 for x in groups[-1] for j in range(x.start, x.end + 1))
         if not groups:
             groups.append([])
         groups[-1].append(b)
-        size += n
     return [(g[0].start, g[-1].end) for g in groups if g]
 
 
@@ -66,7 +87,7 @@ def group_sections(blocks: list[Block], lines: list[str], name: Callable[[Block]
             stack = [(lvl, t) for lvl, t in stack if lvl < b.level] + [(b.level, name(b))]
             sections.append(([t for _, t in stack], b, []))
         else:
-            sections[-1][2].extend(split_prose(b, lines) if b.kind == "prose" else [b])
+            sections[-1][2].extend(split_prose(b, lines) if b.kind == "prose" else split_oversized(b, lines))
     return sections
 
 
