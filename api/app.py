@@ -1,9 +1,12 @@
 """`create_app(settings)`: the FastAPI app: HTTP API, MCP at /mcp, the search page at /.
 
-One Brain per app (created here unless passed in), warmed up at start-up so the first search does not pay
-for loading the embedding model. Errors leave as JSON {"error": message}: BrainError -> 400 (404 when a
-source or document does not exist, 503 when the index itself cannot be opened), validation -> FastAPI's
-422, anything else -> 500 with a short message (the traceback goes to the server log only).
+One Brain per app (created here unless passed in), warmed up at start-up (api.mcp_server.warm_up, shared
+with `brain mcp`) so the first search does not pay for loading the embedding model. Errors leave as JSON
+{"error": message}: BrainError -> 400 (404 when a source or document does not exist, 503 when the index
+itself cannot be opened or its write lease is busy), validation -> 422 with the offending fields (never the
+input echoed back: it may be no valid JSON at all, like inf or a lone surrogate), a body that cannot be
+parsed -> 400, anything else -> 500 with a short message (the traceback goes to the server log only). Every
+route's OpenAPI entry lists the error statuses it can answer with; OPTIONS and 405 name every method.
 
 An app's lifespan runs once (the MCP session manager cannot be restarted): build a new app per server.
 """
@@ -14,12 +17,17 @@ import logging
 
 import anyio
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from api.batching import BatchingEmbedder
-from api.mcp_server import build_mcp, mount_mcp
+from api.deps import require_api_key
+from api.mcp_server import build_mcp, mount_mcp, warm_up
 from api.routers import documents, kernels, meta, page, search, sources
 from brain import BrainError, NotFound, Unavailable
 from brain.config import Settings
@@ -69,17 +77,102 @@ class BodyLimit:
         await self.app(scope, counting_receive, guarded_send)
 
 
+MAX_URL_BYTES = 16 * 1024  # path + query string: a 2,000-character query percent-encoded fits easily
+MAX_HEADER_BYTES = 64 * 1024
+
+
+class RequestLimits:
+    """414 for a URL over MAX_URL_BYTES, 431 for headers over MAX_HEADER_BYTES, as JSON (api.server refuses the
+    same in uvicorn's parser, before the app; this holds under any server)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            if len(scope.get("raw_path") or scope["path"].encode()) + len(scope["query_string"]) > MAX_URL_BYTES:
+                return await JSONResponse({"error": f"request URL is over {MAX_URL_BYTES} bytes"},
+                                          status_code=414)(scope, receive, send)
+            if sum(len(k) + len(v) for k, v in scope["headers"]) > MAX_HEADER_BYTES:
+                return await JSONResponse({"error": f"request headers are over {MAX_HEADER_BYTES} bytes"},
+                                          status_code=431)(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
 def too_large(limit: int) -> JSONResponse:
     return JSONResponse({"error": f"request body is over the limit of {limit} bytes"}, status_code=413)
 
 
-def warm_up(brain: Brain) -> None:
-    """Load the model and the index snapshot now, not in the first user's request."""
-    try:
-        brain.embedder.encode_query("warm-up")
-        brain.searcher.snapshot()
-    except BrainError as e:  # e.g. a corrupt manifest: the server still starts and says why on each request
-        log.warning("warm-up failed: %s", e)
+class ErrorBody(BaseModel):
+    error: str
+
+
+ERRORS = {400: "bad input, or a request body that cannot be parsed", 401: "missing or wrong API key",
+          403: "writes are disabled on this server (no BRAIN_API_KEY)", 404: "no such source, document or problem",
+          413: "request body over the limit", 429: "busy: one kernel run at a time",
+          503: "the index cannot be opened (corrupt manifest, Chroma server away) or its write lease is busy"}
+
+
+def flat_routes(routes) -> list:
+    """Routes with included routers opened up (FastAPI wraps each include_router in one route object)."""
+    out = []
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        out += flat_routes(inner.routes) if inner is not None else [route]
+    return out
+
+
+def document_errors(routes) -> None:
+    """Each route's OpenAPI entry lists the error statuses it can answer with."""
+    for route in routes:
+        if not isinstance(route, APIRoute) or not route.include_in_schema:
+            continue
+        codes = {400, 503}
+        if route.methods & {"POST", "PUT", "PATCH"}:
+            codes.add(413)
+        if "{" in route.path:
+            codes.add(404)
+        if any(d.call is require_api_key for d in route.dependant.dependencies):
+            codes |= {401, 403}
+        if route.path.startswith("/kernels/"):
+            codes.add(429)
+        for code in codes:
+            route.responses.setdefault(code, {"model": ErrorBody, "description": ERRORS[code]})
+
+
+def allowed_methods(app: FastAPI, path: str) -> set[str]:
+    """Every method some route of `path` answers (Starlette asks only the first matching route)."""
+    out: set[str] = set()
+    for route in flat_routes(app.routes):
+        if isinstance(route, Route) and route.path_regex.match(path):
+            out |= route.methods or set()
+    return out | {"OPTIONS"} if out else out
+
+
+class AllowMethods:
+    """OPTIONS on a known path answers 204 with an Allow header naming every method (CORS preflights, which
+    carry Access-Control-Request-Method, pass through)."""
+
+    def __init__(self, app, fastapi: FastAPI):
+        self.app, self.fastapi = app, fastapi
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "OPTIONS" \
+                and b"access-control-request-method" not in dict(scope["headers"]):
+            methods = allowed_methods(self.fastapi, scope["path"])
+            if methods:
+                return await Response(status_code=204, headers={"Allow": ", ".join(sorted(methods))})(
+                    scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def validation_message(errors: list[dict]) -> tuple[str, list[dict]]:
+    """A one-line message and the fields at fault, without pydantic's echo of the input (which can be inf,
+    bytes that are not UTF-8, or a lone surrogate: nothing a JSON response can carry)."""
+    detail = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
+               "type": str(e.get("type", ""))} for e in errors]
+    line = "; ".join(f"{'.'.join(d['loc'][1:] or d['loc'])}: {d['msg']}" for d in detail[:5])
+    return line or "invalid request", detail
 
 
 def server_brain(settings: Settings) -> Brain:
@@ -110,7 +203,15 @@ def create_app(settings: Settings, brain: Brain | None = None, host: str = "127.
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": str(e.detail)}, status_code=e.status_code, headers=e.headers)
+        headers = dict(e.headers or {})
+        if e.status_code == 405:  # Starlette names only the first matching route's methods
+            headers["Allow"] = ", ".join(sorted(allowed_methods(app, request.url.path)))
+        return JSONResponse({"error": str(e.detail)}, status_code=e.status_code, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, e: RequestValidationError) -> JSONResponse:
+        message, detail = validation_message(e.errors())
+        return JSONResponse({"error": message, "detail": detail}, status_code=422)
 
     @app.exception_handler(Exception)
     async def crash(request: Request, e: Exception) -> JSONResponse:
@@ -119,7 +220,10 @@ def create_app(settings: Settings, brain: Brain | None = None, host: str = "127.
                             status_code=500)
 
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(AllowMethods, fastapi=app)
+    app.add_middleware(RequestLimits)
     for r in (meta, search, sources, documents, kernels, page):
+        document_errors(r.router.routes)
         app.include_router(r.router)
     app.mount("/static", StaticFiles(directory=page.STATIC), name="static")
     mount_mcp(app, mcp, host)

@@ -45,7 +45,8 @@ def percentile(sorted_ms: list[float], p: float) -> float:
 
 
 def client(host: str, port: int, offset: int, stop: threading.Event, latencies: list[float], errors: list[str],
-           repeat: bool):
+           repeat: bool, stamps: list[tuple[float, float]] | None = None):
+    """Searches back to back until `stop`; `stamps` (if given) also gets (end time, ms) of each success."""
     conn = http.client.HTTPConnection(host, port, timeout=30)
     n = offset
     while not stop.is_set():
@@ -64,6 +65,8 @@ def client(host: str, port: int, offset: int, stop: threading.Event, latencies: 
                 errors.append(f"{resp.status}: {body[:120]!r}")
             else:
                 latencies.append(ms)
+                if stamps is not None:
+                    stamps.append((time.perf_counter(), ms))
         except (OSError, http.client.HTTPException) as e:
             errors.append(f"{type(e).__name__}: {e}")
             conn.close()

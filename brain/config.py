@@ -33,4 +33,18 @@ class Settings:
     model: str = field(default_factory=lambda: os.environ.get("BRAIN_MODEL", DEFAULT_MODEL))
     device: str | None = field(default_factory=lambda: os.environ.get("BRAIN_DEVICE") or None)
     api_key: str | None = field(default_factory=lambda: os.environ.get("BRAIN_API_KEY") or None)
-    collection: str = "brain"
+    # the index's name: its Chroma collections (chunks, "<index>-meta", "<index>-attempts", ...) all derive from it
+    index: str = field(default_factory=lambda: os.environ.get("BRAIN_INDEX") or "")
+
+    def __post_init__(self):
+        if not self.index:  # a frozen dataclass: fill the derived default in place
+            object.__setattr__(self, "index", default_index(self.home, self.chroma_url))
+
+
+def default_index(home: Path, chroma_url: str | None) -> str:
+    """`brain` in a local home (the home holds only its own index); on a Chroma server `brain-` plus 10 hex of
+    the home's path, so two homes pointed at one server never share (or clean up) each other's chunks."""
+    if not chroma_url:
+        return "brain"
+    import hashlib
+    return "brain-" + hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:10]

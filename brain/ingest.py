@@ -1,9 +1,15 @@
 """Incremental ingest: walk corpora, re-chunk and re-embed only files whose content changed.
 
-Order of writes: new chunks are upserted (ids are content hashes, so a retry is idempotent), then the
-manifest is replaced atomically (the moment the change becomes visible: readers only see chunks the manifest
-lists), then stale chunks are deleted. A run killed anywhere leaves at worst chunks the manifest does not
-list, which readers ignore and the next run deletes before doing anything else.
+Two phases, so readers never wait on the expensive part: files are hashed, chunked and embedded first, with
+no lock held; then, under the index's write lease (Store.lease: one writer at a time across processes and
+hosts), the plan is re-checked against the manifest as stored now (another writer may have committed
+meanwhile), chunks are upserted (ids are content hashes, so a retry is idempotent), the manifest is replaced
+(the moment the change becomes visible: readers only see chunks the manifest lists), and stale chunks are
+deleted. A writer killed anywhere leaves at worst chunks the manifest does not list, which readers ignore and
+the next writer deletes under the lease before doing anything else.
+
+An index built with another embedding model, dimension or chunker version is refused with one line naming
+what differs (`brain ingest --rebuild` starts it over): chunks of two versions are never mixed.
 """
 from __future__ import annotations
 
@@ -12,6 +18,8 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from brain import BrainError, NotFound
 from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
@@ -76,60 +84,83 @@ def _hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@dataclass
+class Prepared:
+    """One file's new version, chunked and embedded (outside the lease)."""
+    chunks: list[Chunk]
+    vectors: np.ndarray
+
+
+@dataclass
+class Plan:
+    """What a write changes: new file versions, files gone, corpora (re)declared."""
+    new: dict[str, tuple[str, dict, Prepared]] = field(default_factory=dict)  # key -> (hash, stat, prepared)
+    gone: list[str] = field(default_factory=list)
+    corpora: dict[str, dict] = field(default_factory=dict)
+    drop_corpora: list[str] = field(default_factory=list)
+    touched: dict[str, int] = field(default_factory=dict)  # key -> new mtime_ns (same content)
+
+
 class Ingester:
     def __init__(self, settings: Settings, store: Store | None = None, embedder: Embedder | None = None):
         self.settings = settings
         self.store = store or Store(settings)
         self.embedder = embedder or Embedder(settings.model, settings.device)
+        self.last_snapshot: tuple | None = None  # (manifest, ids, texts, metas, lexical, vectors) last committed
 
-    def run(self, specs: list[CorpusSpec], progress: bool = False) -> Summary:
-        """Bring the index in line with `specs`. A spec whose root is missing is an error before any write."""
-        t0 = time.perf_counter()
-        for spec in specs:
-            if not spec.root.exists():
-                raise BrainError(f"path does not exist: {spec.root}")
-        s = Summary()
-        m = self.store.load_manifest()
-        changed = self._reconcile(m)
-        touched = False  # only mtimes changed: save the manifest, but readers have nothing new to see
+    # ---- compatibility --------------------------------------------------------------------------
+    def check_writable(self, m: Manifest, dim: int | None = None) -> None:
+        """Refuse to write into an index built by another chunker or model dimension (load_manifest already
+        refused another model or index name)."""
+        if m.chunker and m.chunker != CHUNKER_VERSION:
+            raise BrainError(f"index '{self.store.index}' was chunked by chunker version {m.chunker}, this brain "
+                             f"has version {CHUNKER_VERSION}; run `brain ingest --rebuild` (or use another "
+                             "BRAIN_INDEX) rather than mix the two")
+        if dim and m.dim and m.dim != dim:
+            raise BrainError(f"index '{self.store.index}' holds {m.dim}-dimensional embeddings, model "
+                             f"'{self.settings.model}' makes {dim}; run `brain ingest --rebuild`")
 
-        rechunk_all = m.chunker != CHUNKER_VERSION  # the chunker changed since this index was built
-        todo: list[tuple[str, Path, str, dict]] = []  # (key, path, hash, stat) of changed files
+    # ---- phase 1: read, chunk, embed (no lock) --------------------------------------------------
+    def prepare(self, chunks: list[Chunk], progress: bool = False) -> Prepared:
+        chunks = _dedupe(chunks)
+        vectors = self.embedder.encode([c.embedding_text() for c in chunks], progress=progress) if chunks \
+            else np.zeros((0, 0), dtype=np.float32)
+        return Prepared(chunks, vectors)
+
+    def _scan(self, m: Manifest, specs: list[CorpusSpec], s: Summary, cache: dict, progress: bool) -> Plan:
+        """The plan that brings `m` in line with the files of `specs`; chunks and embeds what `cache` (keyed
+        by (file key, content hash)) does not hold yet."""
+        plan = Plan()
+        todo: list[tuple[str, Path, str, dict]] = []
         seen: set[str] = set()
         for spec in specs:
             files, skipped = discover(spec)
             s.skipped += [f"{spec.name}/{x}" for x in skipped]
-            m.corpora[spec.name] = {"root": str(spec.root), "include": list(spec.include),
-                                    "exclude": list(spec.exclude)}
+            plan.corpora[spec.name] = {"root": str(spec.root), "include": list(spec.include),
+                                       "exclude": list(spec.exclude)}
             for path, rel in files:
                 key = file_key(spec.name, rel)
                 seen.add(key)
                 s.files_seen += 1
                 st = path.stat()
                 entry = m.files.get(key)
-                if entry and not rechunk_all and entry["size"] == st.st_size and entry["mtime_ns"] == st.st_mtime_ns:
+                if entry and entry["size"] == st.st_size and entry["mtime_ns"] == st.st_mtime_ns:
                     continue  # unchanged by stat: no read, no hash
                 digest = _hash(path)
-                if entry and not rechunk_all and entry["hash"] == digest:
-                    entry["mtime_ns"] = st.st_mtime_ns
-                    touched = True
+                if entry and entry["hash"] == digest:
+                    plan.touched[key] = st.st_mtime_ns
                     continue
                 todo.append((key, path, digest, {"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
-
         # files gone from a corpus we just scanned (other corpora are left as they are)
         scanned = {spec.name for spec in specs}
-        gone = [k for k in m.files if k not in seen and k.split(":", 1)[0] in scanned]
-        stale: list[str] = []  # deleted only once the new manifest is saved
-        for key in gone:
-            ids = m.files.pop(key)["ids"]
-            stale += ids
-            s.chunks_removed += len(ids)
-            s.files_removed += 1
-            changed = True
+        plan.gone = [k for k in m.files if k not in seen and k.split(":", 1)[0] in scanned]
 
         # chunk every changed file first, so one bad file is skipped by name and costs nothing else
-        new: list[tuple[str, str, dict, list[Chunk]]] = []
+        fresh: list[tuple[str, str, dict, list[Chunk]]] = []
         for key, path, digest, stat in todo:
+            if (key, digest) in cache:
+                plan.new[key] = (digest, stat, cache[key, digest])
+                continue
             corpus, rel = key.split(":", 1)
             try:
                 chunks = chunk_file(path, rel)
@@ -141,16 +172,61 @@ class Ingester:
                 continue
             for c in chunks:
                 c.corpus = corpus
-            new.append((key, digest, stat, _dedupe(chunks)))
+            fresh.append((key, digest, stat, _dedupe(chunks)))
+        all_chunks = [c for *_, chunks in fresh for c in chunks]
+        vectors = np.zeros((0, 0), dtype=np.float32)
+        if all_chunks:  # one encode call for every file: batches stay full
+            vectors = self.embedder.encode([c.embedding_text() for c in all_chunks], progress=progress,
+                                           groups=[f"{c.corpus}/{c.source}" for c in all_chunks])
+            s.chunks_embedded += len(all_chunks)
+        at = 0
+        for key, digest, stat, chunks in fresh:
+            cache[key, digest] = Prepared(chunks, vectors[at:at + len(chunks)])
+            at += len(chunks)
+            plan.new[key] = (digest, stat, cache[key, digest])
+        return plan
 
-        all_chunks = [c for *_, chunks in new for c in chunks]
-        if all_chunks:
-            vectors = self.embedder.encode([c.embedding_text() for c in all_chunks], progress=progress)
-            s.chunks_embedded = len(all_chunks)
-            self.store.upsert(all_chunks, vectors)
-        for key, digest, stat, chunks in new:
+    # ---- phase 2: commit under the lease --------------------------------------------------------
+    def run(self, specs: list[CorpusSpec], progress: bool = False) -> Summary:
+        """Bring the index in line with `specs`. A spec whose root is missing is an error before any write."""
+        t0 = time.perf_counter()
+        for spec in specs:
+            if not spec.root.exists():
+                raise BrainError(f"path does not exist: {spec.root}")
+        cache: dict = {}
+        embedded = Summary()
+        m = self.store.load_manifest()
+        self.check_writable(m)
+        self._scan(m, specs, embedded, cache, progress)  # the expensive part, with no lock held
+        with self.store.lease() as lease:
+            m = self.store.load_manifest()  # as stored now: another writer may have committed meanwhile
+            self.check_writable(m)
+            s = Summary()
+            plan = self._scan(m, specs, s, cache, progress)  # cache hits, bar files another writer changed
+            s.chunks_embedded += embedded.chunks_embedded
+            self.commit(m, plan, s, lease)
+        s.seconds = time.perf_counter() - t0
+        return s
+
+    def commit(self, m: Manifest, plan: Plan, s: Summary, lease) -> None:
+        """Apply `plan` to `m` (loaded under `lease`): orphans out, new chunks in, manifest, stale chunks out."""
+        dim = next((p.vectors.shape[1] for _, _, p in plan.new.values() if len(p.chunks)), None)
+        self.check_writable(m, dim)
+        changed = self._reconcile(m)
+        new_chunks = [c for _, _, p in plan.new.values() for c in p.chunks]
+        if new_chunks:
+            self.store.upsert(new_chunks, np.concatenate([p.vectors for _, _, p in plan.new.values()
+                                                          if len(p.chunks)]))
+        stale: list[str] = []  # deleted only once the new manifest is saved
+        for key in plan.gone:
+            ids = m.files.pop(key)["ids"]
+            stale += ids
+            s.chunks_removed += len(ids)
+            s.files_removed += 1
+            changed = True
+        for key, (digest, stat, p) in plan.new.items():
             old_ids = set(m.files.get(key, {}).get("ids", []))
-            new_ids = [c.id for c in chunks]
+            new_ids = [c.id for c in p.chunks]
             replaced = old_ids - set(new_ids)
             stale += replaced
             s.chunks_removed += len(replaced)
@@ -158,52 +234,96 @@ class Ingester:
             m.files[key] = {"hash": digest, **stat, "ids": new_ids}
             s.files_changed += 1
             changed = True
-
-        if changed or rechunk_all or not m.last_ingest:
+        for name in plan.drop_corpora:
+            changed |= m.corpora.pop(name, None) is not None
+        declared = any(m.corpora.get(name) != spec for name, spec in plan.corpora.items())
+        m.corpora.update(plan.corpora)
+        for key, mtime in plan.touched.items():
+            if key in m.files:
+                m.files[key]["mtime_ns"] = mtime
+        if changed or not m.last_ingest:
             m.generation += 1
             m.model = self.settings.model
             m.chunker = CHUNKER_VERSION
+            m.dim = dim or m.dim
             m.last_ingest = time.time()
+            lease.check()  # a writer that lost its lease must not commit over the one that took it
             self.store.save_manifest(m)
             self.store.delete(stale)
             self.rebuild_lexical(m)
-        elif touched:
+        elif plan.touched or declared:
+            lease.check()
             self.store.save_manifest(m)
-        s.seconds = time.perf_counter() - t0
-        return s
 
     def _reconcile(self, m: Manifest) -> bool:
-        """Delete chunks the manifest does not list (an earlier ingest was killed between its writes)."""
-        if m.model and m.model != self.settings.model:
-            raise BrainError(f"this index was embedded with model '{m.model}', not '{self.settings.model}'; "
-                             "use another BRAIN_HOME or `brain ingest --rebuild`")
+        """Delete chunks the manifest does not list (a writer was killed between its writes). Runs under the
+        lease, and only ever on this index's own collection."""
         orphans = list(self.store.stored_ids() - m.ids())
         self.store.delete(orphans)
         return bool(orphans)
 
     def rebuild_lexical(self, m: Manifest) -> LexicalIndex:
-        ids, docs, metas = self.store.records(m.ids())
+        ids, docs, metas, vectors = self.store.records_with_vectors(m.ids())
         lex = LexicalIndex.build(ids, [f"{meta['context']}\n{doc}" for doc, meta in zip(docs, metas)])
         self.store.save_lexical(lex, m.generation)
+        self.last_snapshot = (m, ids, docs, metas, lex, vectors)  # the writer's process installs it at once
         return lex
+
+    # ---- uploaded documents ---------------------------------------------------------------------
+    def put_document(self, corpus: str, name: str, text: str, prepared: Prepared) -> Summary:
+        """Store one uploaded file (already chunked and embedded) in an upload corpus and index it."""
+        t0 = time.perf_counter()
+        s = Summary(files_seen=1, chunks_embedded=len(prepared.chunks))
+        with self.store.lease() as lease:
+            m = self.store.load_manifest()
+            known = m.corpora.get(corpus)
+            if known and not known.get("uploads"):
+                raise BrainError(f"corpus '{corpus}' is a folder on disk, not an upload corpus")
+            key = file_key(corpus, name)
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            plan = Plan(corpora={corpus: {"root": "", "include": [], "exclude": [], "uploads": True}})
+            if m.files.get(key, {}).get("hash") != digest:
+                plan.new[key] = (digest, {"size": len(text.encode()), "mtime_ns": time.time_ns()}, prepared)
+            else:
+                s.chunks_embedded = 0
+            self.store.save_upload(corpus, name, text)  # before the manifest: a listed file is always readable
+            self.commit(m, plan, s, lease)
+        s.seconds = time.perf_counter() - t0
+        return s
+
+    def drop_document(self, corpus: str, name: str) -> Summary:
+        """Remove an uploaded file and its chunks (the corpus goes too when it is left empty)."""
+        t0 = time.perf_counter()
+        s = Summary()
+        with self.store.lease() as lease:
+            m = self.store.load_manifest()
+            key = file_key(corpus, name)
+            if key not in m.files:
+                raise NotFound(f"no document '{corpus}/{name}' (GET /sources lists them)")
+            if not m.corpora.get(corpus, {}).get("uploads"):
+                raise BrainError(f"'{corpus}/{name}' belongs to a corpus on disk; only uploaded documents can "
+                                 "be deleted")
+            plan = Plan(gone=[key])
+            if not any(k.split(":", 1)[0] == corpus for k in m.files if k != key):
+                plan.drop_corpora.append(corpus)
+            self.commit(m, plan, s, lease)
+            self.store.delete_upload(corpus, name)  # after the manifest: a listed file is always readable
+        s.seconds = time.perf_counter() - t0
+        return s
 
     def remove_corpus(self, name: str) -> Summary:
         t0 = time.perf_counter()
-        m = self.store.load_manifest()
-        keys = [k for k in m.files if k.split(":", 1)[0] == name]
-        if not keys and name not in m.corpora:
-            raise NotFound(f"no corpus named '{name}' (known: {', '.join(sorted(m.corpora)) or 'none'})")
         s = Summary()
-        stale = []
-        for key in keys:
-            stale += m.files.pop(key)["ids"]
-            s.files_removed += 1
-        s.chunks_removed = len(stale)
-        m.corpora.pop(name, None)
-        m.generation += 1
-        self.store.save_manifest(m)
-        self.store.delete(stale)
-        self.rebuild_lexical(m)
+        with self.store.lease() as lease:
+            m = self.store.load_manifest()
+            keys = [k for k in m.files if k.split(":", 1)[0] == name]
+            if not keys and name not in m.corpora:
+                raise NotFound(f"no corpus named '{name}' (known: {', '.join(sorted(m.corpora)) or 'none'})")
+            uploads = m.corpora.get(name, {}).get("uploads")
+            self.commit(m, Plan(gone=keys, drop_corpora=[name]), s, lease)
+            if uploads:
+                for key in keys:
+                    self.store.delete_upload(name, key.split(":", 1)[1])
         s.seconds = time.perf_counter() - t0
         return s
 

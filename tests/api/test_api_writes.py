@@ -128,8 +128,11 @@ def test_upload_then_search_then_delete(server):
     live, brain = server
     key = {"X-API-Key": "write-key"}
     with httpx.Client(base_url=live.url, timeout=30) as c:
-        r = c.post("/documents", files={"file": ("../sneaky.md", document(7, 1))}, headers=key)
-        assert r.status_code == 201 and r.json()["path"] == "uploads/sneaky.md"  # the name, never a path
+        for bad in ("../sneaky.md", "../../evil.md", "/etc/cron.d/x.md", "a/b.md", "a\\b.md", ".."):
+            r = c.post("/documents", files={"file": (bad, document(7, 1))}, headers=key)
+            assert r.status_code == 400 and "plain name" in r.json()["error"], bad  # refused, never renamed
+        r = c.post("/documents", files={"file": ("sneaky.md", document(7, 1))}, headers=key)
+        assert r.status_code == 201 and r.json()["path"] == "uploads/sneaky.md"
         assert (brain.uploads_dir("uploads") / "sneaky.md").exists()
         hits = c.get("/search", params={"q": "zq7alpha", "mode": "bm25"}).json()["results"]
         assert hits and hits[0]["source"] == "sneaky.md" and hits[0]["corpus"] == "uploads"
