@@ -8,7 +8,7 @@ import sys
 
 def _serve(args, settings) -> int:
     from api.server import serve
-    return serve(settings, host=args.host, port=args.port, ingest_first=not args.no_ingest)
+    return serve(settings, host=args.host, port=args.port, ingest_first=not args.no_ingest, watch=args.watch)
 
 
 def _mcp(args, settings) -> int:
@@ -21,7 +21,9 @@ def _kernels(args, settings) -> int:
     return kernels_main(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(kernels: bool = True) -> argparse.ArgumentParser:
+    """The whole command line. `kernels=False` leaves the kernels sub-command's own arguments out: they import
+    torch (seconds), which no other command needs."""
     from brain import commands
 
     parser = argparse.ArgumentParser(prog="brain", description="the kernel brain: lessons, pitfalls and "
@@ -33,14 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--no-ingest", action="store_true", help="serve the index as it is")
+    p.add_argument("--watch", action="store_true", help="re-ingest changed, added and deleted files as they change")
     p.set_defaults(handler=_serve)
 
     p = sub.add_parser("mcp", help="MCP server on stdio, for coding agents")
     p.set_defaults(handler=_mcp)
 
-    from kernels.cli import add_arguments as add_kernel_arguments
     p = sub.add_parser("kernels", help="NVFP4 problems: list backends, check and benchmark them")
-    add_kernel_arguments(p)
+    if kernels:
+        from kernels.cli import add_arguments as add_kernel_arguments
+        add_kernel_arguments(p)
     p.set_defaults(handler=_kernels)
     return parser
 
@@ -49,10 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     from brain import BrainError
     from brain.config import Settings
 
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(kernels=bool(argv) and argv[0] == "kernels")
     args = parser.parse_args(argv)
     try:
-        return args.handler(args, Settings())
+        code = args.handler(args, Settings())
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit
+        return code
+    except BrokenPipeError:  # `brain chunks | head`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as if killed by SIGPIPE, like other Unix tools
     except BrainError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

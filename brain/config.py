@@ -26,9 +26,21 @@ def default_corpora() -> list[CorpusSpec]:
     ]
 
 
+def find_home(cwd: Path | None = None) -> Path:
+    """The index folder: $BRAIN_HOME if set, else the nearest `.brain` in the current folder or a parent (as git
+    finds its repository), else the project's own `.brain` (where `make run` builds it)."""
+    if os.environ.get("BRAIN_HOME"):
+        return Path(os.environ["BRAIN_HOME"]).resolve()
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".brain").is_dir():
+            return folder / ".brain"
+    return PROJECT_ROOT / ".brain"
+
+
 @dataclass(frozen=True)
 class Settings:
-    home: Path = field(default_factory=lambda: Path(os.environ.get("BRAIN_HOME", ".brain")).resolve())
+    home: Path = field(default_factory=lambda: find_home())
     chroma_url: str | None = field(default_factory=lambda: os.environ.get("BRAIN_CHROMA_URL") or None)
     model: str = field(default_factory=lambda: os.environ.get("BRAIN_MODEL", DEFAULT_MODEL))
     device: str | None = field(default_factory=lambda: os.environ.get("BRAIN_DEVICE") or None)

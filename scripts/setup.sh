@@ -7,7 +7,8 @@ PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
 stamp=.venv/.setup-stamp
 want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
-echo "setting up .venv (first run takes about a minute) ..." >&2
+echo "setting up .venv: torch (CPU build), sentence-transformers, chromadb, FastAPI, the test and CuTe DSL" \
+     "extras (first run: several minutes on a 2-core machine; later runs: no-op) ..." >&2
 if [ ! -x .venv/bin/python ]; then
   if "$PY" -c 'import torch' 2>/dev/null; then
     # A torch is already installed (possibly a CUDA build): reuse it rather than replace it.

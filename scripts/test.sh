@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "installing chromium + chromium-driver for the browser test ..." >&2
+    echo "installing the Debian packages chromium + chromium-driver for the browser test (apt-get, a few" \
+         "hundred MB; skip it by installing them yourself or running as non-root) ..." >&2
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
       || echo "could not install chromium: the browser test will skip" >&2
   fi
