@@ -28,7 +28,7 @@ from starlette.routing import Route
 from api.batching import BatchingEmbedder
 from api.deps import require_api_key
 from api.mcp_server import build_mcp, mount_mcp, warm_up
-from api.routers import documents, kernels, meta, page, search, sources
+from api.routers import attempts, documents, kernels, meta, page, search, sources
 from brain import BrainError, NotFound, Unavailable
 from brain.config import Settings
 from brain.service import MAX_UPLOAD_BYTES, Brain
@@ -222,7 +222,7 @@ def create_app(settings: Settings, brain: Brain | None = None, host: str = "127.
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     app.add_middleware(AllowMethods, fastapi=app)
     app.add_middleware(RequestLimits)
-    for r in (meta, search, sources, documents, kernels, page):
+    for r in (meta, search, sources, documents, kernels, attempts, page):
         document_errors(r.router.routes)
         app.include_router(r.router)
     app.mount("/static", StaticFiles(directory=page.STATIC), name="static")

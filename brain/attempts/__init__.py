@@ -1,0 +1,129 @@
+"""Attempt records: what was tried, what it measured, what it concluded, and which lessons disagree.
+
+`Attempts(brain)` is the one entry point (the Brain holds one): `sync()` after writes, `find()` for
+`brain attempts` / GET /attempts / find_attempts, `conflicts()`, `annotate()` for search results, and
+`record()` to write one back (`brain record`, POST /attempts, record_attempt).
+Modules: extract (rules), relations (supersession, conflicts), store (side collection), writeback.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from brain import BrainError
+from brain.attempts.extract import PROBLEMS, VERDICTS
+from brain.attempts.store import AttemptStore
+from brain.taxonomy import TAGS, resolve_tag
+
+PUBLIC = ("id", "title", "problem", "techniques", "hypothesis", "change", "verdict", "figures", "lesson", "source",
+          "start_line", "end_line", "corpus", "status", "superseded_by", "supersedes", "conflicts_with")
+POOL = 50
+
+
+def public(r: dict) -> dict:
+    return {k: r.get(k) for k in PUBLIC}
+
+
+def check_filters(technique: str | None, verdict: str | None, problem: str | None) -> tuple:
+    t = resolve_tag(technique) if technique else None
+    if t and t not in TAGS:
+        raise BrainError(f"unknown technique '{technique}'; known: {', '.join(TAGS)}")
+    v = verdict.strip().lower() if verdict else None
+    if v and v not in VERDICTS:
+        raise BrainError(f"unknown verdict '{verdict}'; known: {', '.join(VERDICTS)}")
+    p = problem.strip().lower().replace("-", "_").replace(" ", "_") if problem else None
+    if p and p not in PROBLEMS:
+        raise BrainError(f"unknown problem '{problem}'; known: {', '.join(PROBLEMS)}")
+    return t, v, p
+
+
+class Attempts:
+    def __init__(self, brain):
+        self.brain = brain
+        self.store = AttemptStore(brain.store, brain.embedder)
+
+    def sync(self) -> dict:
+        return self.store.sync()
+
+    # ---- reads --------------------------------------------------------------------------------
+    def find(self, query: str | None = None, technique: str | None = None, verdict: str | None = None,
+             problem: str | None = None, include_superseded: bool = False, k: int = 10,
+             corpus: str | None = None) -> dict:
+        """Records matching the filters, ranked by the hybrid engine over their text when a query is given
+        (bm25 scaled by its best score + 0.2 x cosine, brain.search.fuse), else in file order."""
+        from brain.search import fuse
+        if k < 1 or k > 100:
+            raise BrainError("k must be between 1 and 100")
+        t, v, p = check_filters(technique, verdict, problem)
+        loaded = self.store.load()
+        keep = np.array([(not t or t in r["techniques"]) and (not v or r["verdict"] == v)
+                         and (not p or r["problem"] == p) and (not corpus or r["corpus"] == corpus)
+                         and (include_superseded or r["status"] == "active") for r in loaded.records], dtype=bool)
+        query = (query or "").strip()
+        if not query:
+            rows = [r for r, ok in zip(loaded.records, keep) if ok]
+            return {"query": None, "results": [public(r) for r in rows[:k]]}
+        lists = {"bm25": loaded.lexical.search(query, POOL, keep) if keep.any() else []}
+        if keep.any():
+            cos = loaded.vectors @ self.brain.embedder.encode_query(query)
+            cos = np.where(keep, cos, -np.inf)
+            top = np.argsort(-cos)[:POOL]
+            lists["dense"] = [(loaded.records[i]["id"], float(cos[i])) for i in top if np.isfinite(cos[i])]
+        else:
+            lists["dense"] = []
+        fused = fuse(lists)
+        by_id = loaded.by_id()
+        order = sorted(fused, key=lambda i: -fused[i])[:k]
+        return {"query": query, "results": [{**public(by_id[i]), "score": round(fused[i], 6)} for i in order]}
+
+    def conflicts(self, technique: str | None = None) -> dict:
+        t, _, _ = check_filters(technique, None, None)
+        loaded = self.store.load()
+        by_id = loaded.by_id()
+        out = [{"technique": c["technique"], "a": public(by_id[c["a"]["id"]]), "b": public(by_id[c["b"]["id"]]),
+                "why": c["why"]} for c in loaded.conflicts if not t or t == c["technique"]]
+        return {"conflicts": out}
+
+    def annotate(self, results: list[dict]) -> list[dict]:
+        """Search hits get `superseded_by` (the successor's id, when the record citing the hit is superseded)
+        and `conflicts_with` (ids of records disagreeing with the records citing it); a superseded hit moves
+        below the first hit of its successor, or of newer, not superseded lines of the same file."""
+        rows = self.store.relations()  # no Chroma, no model: a search stays as fast as it was
+        by_file: dict[tuple, list[dict]] = {}
+        for r in rows:
+            by_file.setdefault((r["corpus"], r["source"]), []).append(r)
+        for h in results:
+            recs = [r for r in by_file.get((h["corpus"], h["source"]), [])
+                    if r["start_line"] <= h["end_line"] and h["start_line"] <= r["end_line"]]
+            # the record holding most of the hit's lines (a chunk may open with the heading above it)
+            holder = max(recs, key=lambda r: (min(r["end_line"], h["end_line"]) - max(r["start_line"], h["start_line"]),
+                                              r["start_line"] - r["end_line"]), default=None)
+            h["superseded_by"] = holder["superseded_by"] if holder else None
+            h["conflicts_with"] = sorted({c for r in recs for c in r["conflicts_with"]})
+        if not any(h["superseded_by"] for h in results):
+            return results
+        by_id = {r["id"]: r for r in rows}
+        out = list(results)
+        for h in [h for h in results if h["superseded_by"]]:
+            succ = by_id.get(h["superseded_by"])
+            i = out.index(h)
+            j = next((j for j in range(i + 1, len(out)) if _newer(out[j], h, succ)), None)
+            if j is not None:
+                out.insert(j, out.pop(i))
+        for n, h in enumerate(out, 1):
+            if "rank" in h:
+                h["rank"] = n
+        return out
+
+    # ---- writes -------------------------------------------------------------------------------
+    def record(self, obj, file: str | None = None) -> dict:
+        from brain.attempts.writeback import write_record
+        return write_record(self.brain, obj, file)
+
+
+def _newer(hit: dict, old: dict, succ: dict | None) -> bool:
+    """Is `hit` the successor's passage, or later lines of the same file that nothing supersedes?"""
+    same_file = (hit["corpus"], hit["source"]) == (old["corpus"], old["source"])
+    if succ and (hit["corpus"], hit["source"]) == (succ["corpus"], succ["source"]) \
+            and succ["start_line"] <= hit["end_line"] and hit["start_line"] <= succ["end_line"]:
+        return True
+    return same_file and hit["start_line"] > old["end_line"] and not hit["superseded_by"]

@@ -40,6 +40,7 @@ DROPPED = re.compile(r"tried and dropped|left off|dropped", _I)
 PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b", _I)
 ATTEMPT_HEAD = re.compile(r"attempt|\bround \d|\boption [a-z]\b|\btry\b|\btried\b|experiment|revert|failure|"
                           r"\bresults?\b|progress|\bpass\b|\bversions?\b", _I)
+VERDICT_LINE = re.compile(r"^\*\*Verdict:\*\*\s*(improved|regressed|neutral|failed|proposed|inconclusive)\s*$")
 STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", _I)
 FIELD_LABEL = re.compile(r"^\W*\**\s*(hypothesis|expected[\w ]{0,20}|estimate[\w ]{0,10}|changes?( made)?|"
@@ -241,6 +242,11 @@ def _num(cell: str) -> list[float]:
     return [float(x) for x in re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\d.]*x\b)", cell.split("(")[0])]
 
 
+def normalize_unit(unit: str) -> str:
+    unit = _clean(unit)
+    return "us" if unit in ("µs", "μs") else unit
+
+
 def _unit(*texts: str) -> str:
     for t in texts:
         m = re.search(r"(µs|μs|\bus\b|\bms\b|\bns\b)", t or "")
@@ -257,6 +263,7 @@ def _table_figures(lines: list[str], start: int, end: int) -> tuple[list[dict], 
     for hline, header, rows in _tables(lines, start, end):
         before = next((k for k, h in enumerate(header) if BEFORE_COL.search(h)), None)
         after = next((k for k, h in enumerate(header) if k != before and AFTER_COL.search(h)), None)
+        unit_col = next((k for k, h in enumerate(header) if h.strip().lower() == "unit"), None)
         intro = _paragraph_before(lines, hline)
         if before is not None and after is not None:
             for _, cells in rows:
@@ -264,7 +271,8 @@ def _table_figures(lines: list[str], start: int, end: int) -> tuple[list[dict], 
                     continue
                 b, a = _num(cells[before]), _num(cells[after])
                 if b and a and len(b) == len(a):
-                    unit = _unit(cells[before], cells[after], header[before], header[after], intro)
+                    unit = (_unit(cells[before], cells[after], header[before], header[after], intro)
+                            if unit_col is None or unit_col >= len(cells) else normalize_unit(cells[unit_col]))
                     for x, y in zip(b, a):
                         figs.append({"label": _clean(cells[0]), "before": x, "after": y, "unit": unit})
             if figs and not change:
@@ -299,7 +307,7 @@ def _text_figures(lines: list[str], start: int, end: int) -> list[dict]:
         def add(m, before: float, after: float, unit: str):
             if not unit:
                 return
-            label = _clean(re.split(r"[:;,(.]\s", text[max(0, m.start() - 60):m.start()])[-1])[-40:].strip(" -:")
+            label = _clean(re.split(r"[:;,(]|\.\s", text[max(0, m.start() - 60):m.start()])[-1])[-40:].strip(" -:")
             figs.append({"label": label, "before": before, "after": after, "unit": unit})
 
         for rx in (LIST_VS, LIST_PAREN):  # "after / after vs before / before", "after (section N: before)"
@@ -361,7 +369,7 @@ def _labelled(lines: list[str], start: int, end: int) -> dict[str, str]:
             value = " ".join(_clean(x) for x in lines[j:k + 1] if x.strip() and not x.strip().startswith("```"))
             j = k
         if value and key not in out:
-            out[key] = value[:400]
+            out[key] = value[:2000]
         i = max(j, i + 1)
     return out
 
@@ -472,6 +480,7 @@ class _Unit:
     start: int  # 0-based inclusive
     end: int
     hypothesis: str = ""
+    cite_end: int = -1  # where the citation ends (a section's record covers its record-less subsections)
 
 
 def _items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str]]:
@@ -509,10 +518,20 @@ def _units(lines: list[str], sections: list[_Section]) -> list[_Unit]:
     for s in sections:
         if s.start == 0 and not s.title:
             continue
+        if any(VERDICT_LINE.match(lines[i]) for i in range(s.body_start, s.end + 1)):
+            units.append(_Unit("explicit", s.title, s.path, s.start, s.end))  # a written record
+            continue
+        tried = set()
+        for a, b in _blocks_of(lines, s.body_start, s.end):  # "Tried ..." paragraphs and bullets, anywhere
+            for ia, ib, text in (_items(lines, a, b) or [(a, b, lines[a])]):
+                if TRIED.match(lines[ia]):
+                    tried.add(ia)
+                    units.append(_Unit("tried", _item_title(re.sub(r"^\W*tried\b[^:]*:\s*", "", text, flags=_I))
+                                       or _item_title(text), s.path, ia, ib))
         if s.future:
             for a, b, text in _items(lines, s.body_start, s.end):
-                units.append(_Unit("proposal", _item_title(text), s.path, a, b,
-                                   hypothesis=_impact(text)))
+                if a not in tried:
+                    units.append(_Unit("proposal", _item_title(text), s.path, a, b, hypothesis=_impact(text)))
             for hline, header, rows in _tables(lines, s.body_start, s.end):
                 gain = next((k for k, h in enumerate(header) if GAIN_COL.search(h)), None)
                 for row_line, cells in rows:
@@ -521,13 +540,9 @@ def _units(lines: list[str], sections: list[_Section]) -> list[_Unit]:
             continue
         if DROPPED.search(s.title):
             for a, b, text in _items(lines, s.body_start, s.end):
-                units.append(_Unit("tried", _item_title(text), s.path, a, b))
+                if a not in tried:
+                    units.append(_Unit("tried", _item_title(text), s.path, a, b))
             continue
-        for a, b in _blocks_of(lines, s.body_start, s.end):  # "Tried ..." paragraphs and bullets
-            for ia, ib, text in (_items(lines, a, b) or [(a, b, lines[a])]):
-                if TRIED.match(lines[ia]):
-                    units.append(_Unit("tried", _item_title(re.sub(r"^\W*tried\b[^:]*:\s*", "", text, flags=_I))
-                                       or _item_title(text), s.path, ia, ib))
         for i in range(s.body_start, s.end + 1):
             m = TODO.match(lines[i])
             if m:
@@ -537,7 +552,24 @@ def _units(lines: list[str], sections: list[_Section]) -> list[_Unit]:
         own = _prose("\n".join(lines[s.body_start:s.end + 1]))
         if s.parent_attempts or _score(s.title, own, lines, s) >= 3:
             units.append(_Unit("section", s.title, s.path, s.start, s.end))
+    _extend_sections(units, sections)
     return units
+
+
+def _extend_sections(units: list[_Unit], sections: list[_Section]) -> None:
+    """A section record's citation runs over its subsections ("Final table", "Where the time goes") up to the
+    first one that is a section record of its own (smaller records inside it, a "Tried ..." paragraph or a
+    next-steps item, keep their own, narrower citations)."""
+    for u in units:
+        if u.kind != "section":
+            continue
+        n = next(k for k, s in enumerate(sections) if s.start == u.start and s.title)
+        for d in sections[n + 1:]:
+            if d.level <= sections[n].level:
+                break
+            if any(v.kind in ("section", "explicit") and v.start == d.start for v in units):
+                break
+            u.cite_end = d.end
 
 
 def _impact(text: str) -> str:
@@ -572,15 +604,18 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
         body = "\n".join(lines[u.start:u.end + 1])
         labelled = _labelled(lines, u.start, u.end)
         tfigs, tchange = _table_figures(lines, u.start, u.end)
-        figs = _dedupe_figures(tfigs + _text_figures(lines, u.start, u.end)) if u.kind != "proposal" else []
+        explicit = u.kind == "explicit"  # a written record says every field itself: no heuristics
+        figs = (tfigs if explicit else _dedupe_figures(tfigs + _text_figures(lines, u.start, u.end))
+                if u.kind != "proposal" else [])
         kind = "proposal" if u.kind == "proposal" else "measured"
         verdict = labelled.get("verdict", "").lower()
         if verdict not in VERDICTS:
             verdict = _verdict(_prose(body), figs, kind)
-        hypothesis = labelled.get("hypothesis") or u.hypothesis or _hypothesis_lines(lines, u.start, u.end)
+        hypothesis = labelled.get("hypothesis") or u.hypothesis or (
+            "" if explicit else _hypothesis_lines(lines, u.start, u.end))
         if not hypothesis and verdict == "proposed" and u.kind == "section":
             hypothesis = _speculative_sentence(body)
-        change = labelled.get("change") or tchange
+        change = labelled.get("change") or ("" if explicit else tchange)
         if not change and u.kind == "tried":
             m = re.search(r"tried\b[^:]*:\s*(.+)", body, _I)
             change = _clean(re.split(r"[;(]", m.group(1))[0])[:300] if m else ""
@@ -590,21 +625,24 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
         problem = labelled.get("problem", "").lower().replace("-", "_").replace(" ", "_")
         if problem not in PROBLEMS:
             problem = _problem(u.title, body, u.path[:-1], doc_title, doc_text)
-        techniques = ([t.strip() for t in labelled["techniques"].split(",") if t.strip()] if "techniques" in labelled
-                      else _techniques(u.title, hypothesis, change, fallback=body))
+        techniques = ([t.strip() for t in labelled["techniques"].split(",") if t.strip() not in ("", "none", "-")]
+                      if "techniques" in labelled else _techniques(u.title, hypothesis, change, fallback=body))
         records.append(Record(title=u.title or (u.path[-1] if u.path else PurePosixPath(source).stem),
-                              source=source, corpus=corpus, start_line=u.start + 1, end_line=u.end + 1,
+                              source=source, corpus=corpus, start_line=u.start + 1,
+                              end_line=max(u.end, u.cite_end) + 1,
                               problem=problem, techniques=techniques, hypothesis=hypothesis, change=change,
                               verdict=verdict, figures=figs, lesson=lesson,
                               supersedes=labelled.get("supersedes", "").strip("` ")))
         records[-1]._path = u.path  # for the id
-    measured = [r for r in records if r.verdict not in ("proposed",)]
+        records[-1]._explicit = explicit
+    measured = [r for r in records if r.verdict not in ("proposed",) and not r._explicit]
     if not measured and PITCH_DOC.search(doc_title or "") or (not records and PITCH_DOC.search(doc_text[:2000])):
         hyp = _hypothesis_lines(lines, 0, len(lines) - 1) or _speculative_sentence(doc_text)
         records = [Record(title=doc_title, source=source, corpus=corpus, start_line=1, end_line=len(lines),
                           problem=_problem(doc_title, doc_text, [], doc_title, doc_text), verdict="proposed",
                           techniques=_techniques(doc_title, hyp), hypothesis=hyp)]
         records[0]._path = [doc_title]
+        records[0]._explicit = False
     if len(measured) == 1 and not measured[0].lesson:  # a one-attempt post-mortem: its lesson line is this one's
         m = re.search(r"^\W*\**the lesson\**:?\s*(.+)$|^\W*\**lesson( learned)?\**:?\**\s*(.+)$", doc_text, _I | re.M)
         if m:

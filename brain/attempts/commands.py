@@ -1,0 +1,106 @@
+"""`brain attempts`, `brain conflicts`, `brain record`: registered by brain.commands.register."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from brain import BrainError
+from brain.config import Settings
+
+
+def register(sub) -> None:
+    p = sub.add_parser("attempts", help="attempt records: what was tried, what it measured, what it concluded")
+    p.add_argument("query", nargs="?", help="rank the records by this question (default: all, in file order)")
+    p.add_argument("--technique", help="a technique tag or alias (pipeline, tma, split-k, ...)")
+    p.add_argument("--verdict", help="improved, regressed, neutral, failed, proposed, inconclusive")
+    p.add_argument("--problem", help="gemv, gemm, dual_gemm, group_gemm, none")
+    p.add_argument("--corpus", help="only this corpus")
+    p.add_argument("--include-superseded", action="store_true", help="also records a later one supersedes")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_attempts)
+
+    p = sub.add_parser("conflicts", help="attempt records on one technique whose verdicts or lessons disagree")
+    p.add_argument("--technique", help="only this technique")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_conflicts)
+
+    p = sub.add_parser("record", help="write an attempt record (JSON) into the records worklog and index it")
+    p.add_argument("file", help="a JSON file with the record's fields, or '-' for stdin")
+    p.add_argument("--to", dest="target", metavar="NAME.md", help="records worklog to append to (default attempts.md)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_record)
+
+
+def _brain(settings: Settings):
+    from brain.service import Brain
+    return Brain(settings)
+
+
+def _figures(r: dict) -> str:
+    return "; ".join(f"{f['label'] + ': ' if f['label'] else ''}{f['before']:g} → {f['after']:g} {f['unit']}".strip()
+                     for f in r["figures"][:4])
+
+
+def format_record(r: dict, n: int | None = None) -> str:
+    """A record as a few plain lines (the CLI and the MCP tool print this)."""
+    head = f"{n}. " if n else ""
+    status = f"  superseded by {r['superseded_by']}" if r["status"] == "superseded" else ""
+    out = [f"{head}[{r['verdict']}] {r['title']}  ({r['problem']}; {', '.join(r['techniques']) or '-'}){status}",
+           f"   {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  id {r['id']}"]
+    for key in ("hypothesis", "change", "lesson"):
+        if r[key]:
+            out.append(f"   {key}: {r[key][:200]}")
+    if r["figures"]:
+        out.append(f"   figures: {_figures(r)}")
+    if r["conflicts_with"]:
+        out.append(f"   conflicts with: {', '.join(r['conflicts_with'])}")
+    return "\n".join(out)
+
+
+def print_record(r: dict, n: int | None = None) -> None:
+    print(format_record(r, n))
+    print()
+
+
+def cmd_attempts(args, settings: Settings) -> int:
+    payload = _brain(settings).attempts.find(args.query, args.technique, args.verdict, args.problem,
+                                            args.include_superseded, args.k, args.corpus)
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, indent=1))
+        return 0
+    if not payload["results"]:
+        print("no attempt records match")
+    for n, r in enumerate(payload["results"], 1):
+        print_record(r, n)
+    return 0
+
+
+def cmd_conflicts(args, settings: Settings) -> int:
+    payload = _brain(settings).attempts.conflicts(args.technique)
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, indent=1))
+        return 0
+    if not payload["conflicts"]:
+        print("no conflicting records")
+    for c in payload["conflicts"]:
+        print(f"== {c['why']}")
+        print_record(c["a"])
+        print_record(c["b"])
+    return 0
+
+
+def cmd_record(args, settings: Settings) -> int:
+    try:
+        raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BrainError(f"cannot read {args.file}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise BrainError(f"{args.file} is not JSON: {e.msg} at line {e.lineno}") from None
+    out = _brain(settings).attempts.record(obj, args.target)
+    print(json.dumps(out) if args.json else f"recorded {out['id']} at {out['corpus']}/{out['source']}:"
+          f"{out['start_line']}-{out['end_line']}")
+    return 0

@@ -1,0 +1,210 @@
+"""Attempt records in a side Chroma collection of the index (`Store.named_collection("attempts")`), so they live
+wherever the index lives. Document = the record's text for ranking, embedding = the Embedder's, metadata =
+the record as JSON plus the file it came from and that file's content hash (as the ingest manifest has it).
+
+`sync()` runs after every ingest, upload and delete (and, lazily, before a read that finds the records behind
+the manifest): it re-extracts only files whose manifest hash changed and drops the records of files the
+manifest no longer lists. Readers also ignore records of files the manifest does not list.
+
+Search annotations need only each record's lines and relations: sync writes them to
+`$BRAIN_HOME/attempts.json`, so annotating a search opens neither Chroma nor the model.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from brain.attempts.extract import SUFFIXES, extract
+from brain.attempts.relations import conflicts, supersession
+from brain.chunking import UnsupportedFile, read_text
+from brain.embed import Embedder
+from brain.lexical import LexicalIndex
+from brain.store import Store, _atomic_write
+
+_PAGE = 2000
+
+
+def record_text(r: dict, excerpt: str) -> str:
+    """What a record is ranked by: its fields, then the first lines of the passage it cites."""
+    figs = "; ".join(f"{f['label']} {f['before']:g} → {f['after']:g} {f['unit']}" for f in r["figures"][:8])
+    parts = [r["title"], f"problem {r['problem']}; techniques {', '.join(r['techniques']) or '-'}; "
+             f"verdict {r['verdict']}", r["hypothesis"] and f"Hypothesis: {r['hypothesis']}",
+             r["change"] and f"Change: {r['change']}", figs and f"Figures: {figs}",
+             r["lesson"] and f"Lesson: {r['lesson']}", excerpt[:800]]
+    return "\n".join(p for p in parts if p)
+
+
+@dataclass
+class Loaded:
+    """All live records of one index state, with what is derived from them (relations, ranking index)."""
+    key: tuple
+    records: list[dict]  # as stored, plus status / superseded_by / supersedes / conflicts_with
+    texts: list[str]
+    vectors: np.ndarray
+    lexical: LexicalIndex
+    conflicts: list[dict]
+
+    def by_id(self) -> dict[str, dict]:
+        return {r["id"]: r for r in self.records}
+
+
+class AttemptStore:
+    def __init__(self, store: Store, embedder: Embedder):
+        self.store = store
+        self.embedder = embedder
+        self._loaded: Loaded | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def collection(self):
+        return self.store.named_collection("attempts")
+
+    @property
+    def relations_path(self) -> Path:
+        return self.store.home / "attempts.json"
+
+    # ---- writes -------------------------------------------------------------------------------
+    def _stored(self) -> tuple[list[str], list[dict]]:
+        ids, metas, offset = [], [], 0
+        col = self.collection
+        while True:
+            page = col.get(include=["metadatas"], limit=_PAGE, offset=offset)
+            ids += page["ids"]
+            metas += page["metadatas"]
+            if len(page["ids"]) < _PAGE:
+                return ids, metas
+            offset += _PAGE
+
+    def sync(self) -> dict:
+        """Bring the records in line with the manifest; returns {"files", "added", "removed"}."""
+        m = self.store.load_manifest()
+        wanted = {k: e["hash"] for k, e in m.files.items() if PurePosixPath(k).suffix.lower() in SUFFIXES}
+        ids, metas = self._stored()
+        held = {meta["file"]: meta["hash"] for meta in metas}
+        todo = [k for k in wanted if held.get(k) != wanted[k]]
+        stale = {i for i, meta in zip(ids, metas) if meta["file"] not in wanted or held[meta["file"]] != wanted[meta["file"]]}
+        new: list[tuple[dict, str, str, str]] = []  # (record, text, file key, hash)
+        for key in todo:
+            corpus, source = key.split(":", 1)
+            spec = m.corpora.get(corpus, {})
+            try:
+                if spec.get("uploads"):
+                    text = self.store.read_upload(corpus, source)
+                else:
+                    root = Path(spec.get("root", ""))
+                    text = read_text(root if root.is_file() else root / source)
+            except (OSError, UnsupportedFile):
+                text = None
+            if text is None:
+                continue
+            lines = text.splitlines()
+            for rec in extract(text, source, corpus):
+                d = rec.as_dict()
+                excerpt = "\n".join(lines[rec.start_line - 1:rec.end_line])
+                new.append((d, record_text(d, excerpt), key, wanted[key]))
+        col = self.collection
+        if new:
+            vectors = self.embedder.encode([t for _, t, _, _ in new])
+            for i in range(0, len(new), _PAGE):
+                part = new[i:i + _PAGE]
+                col.upsert(ids=[d["id"] for d, *_ in part], embeddings=vectors[i:i + _PAGE],
+                           documents=[t for _, t, _, _ in part],
+                           metadatas=[{"record": json.dumps(d), "file": k, "hash": h} for d, _, k, h in part])
+        gone = sorted(stale - {d["id"] for d, *_ in new})
+        for i in range(0, len(gone), _PAGE):
+            col.delete(ids=gone[i:i + _PAGE])
+        if new or gone or not self.relations_path.exists():
+            self._loaded = None
+            loaded = self.load(check=False)
+            _atomic_write(self.relations_path, json.dumps({"records": [
+                {k: r[k] for k in ("id", "corpus", "source", "start_line", "end_line", "superseded_by",
+                                   "conflicts_with")} for r in loaded.records]}))
+            loaded.key = self._key()  # the file just written is part of this state
+        return {"files": len(todo), "added": len(new), "removed": len(gone)}
+
+    def behind(self) -> bool:
+        """Do the stored records lag the manifest (a write path that did not sync, an older index)?"""
+        m = self.store.load_manifest()
+        wanted = {k: e["hash"] for k, e in m.files.items() if PurePosixPath(k).suffix.lower() in SUFFIXES}
+        _, metas = self._stored()
+        held = {meta["file"]: meta["hash"] for meta in metas}
+        return held != wanted
+
+    # ---- reads --------------------------------------------------------------------------------
+    def _key(self) -> tuple:
+        gen = self.store.generation() if hasattr(self.store, "generation") else self.store.load_manifest().generation
+        try:
+            stamp = os.stat(self.relations_path).st_mtime_ns
+        except OSError:
+            stamp = 0
+        return gen, stamp
+
+    def load(self, check: bool = True) -> Loaded:
+        key = self._key()
+        loaded = self._loaded
+        if loaded is not None and loaded.key == key:
+            return loaded
+        if check and self.behind():
+            self.sync()
+            return self.load(check=False)
+        with self._lock:
+            if self._loaded is not None and self._loaded.key == key:
+                return self._loaded
+            live = set(self.store.load_manifest().files)
+            records, texts, vecs, passages, offset = [], [], [], {}, 0
+            col = self.collection
+            while True:
+                page = col.get(include=["metadatas", "documents", "embeddings"], limit=_PAGE, offset=offset)
+                for meta, doc, vec in zip(page["metadatas"], page["documents"], page["embeddings"]):
+                    if meta["file"] in live:
+                        r = json.loads(meta["record"])
+                        records.append(r)
+                        texts.append(doc)
+                        vecs.append(np.asarray(vec, dtype=np.float32))
+                        passages[r["id"]] = doc
+                if len(page["ids"]) < _PAGE:
+                    break
+                offset += _PAGE
+            order = sorted(range(len(records)), key=lambda i: (records[i]["corpus"], records[i]["source"],
+                                                               records[i]["start_line"]))
+            records = [records[i] for i in order]
+            texts = [texts[i] for i in order]
+            vectors = np.stack([vecs[i] for i in order]) if vecs else np.zeros((0, 1), dtype=np.float32)
+            successor = supersession(records, passages)
+            found = conflicts(records, successor, passages)
+            predecessors: dict[str, list[str]] = {}
+            for old, new in successor.items():
+                predecessors.setdefault(new, []).append(old)
+            against: dict[str, list[str]] = {}
+            for c in found:
+                against.setdefault(c["a"]["id"], []).append(c["b"]["id"])
+                against.setdefault(c["b"]["id"], []).append(c["a"]["id"])
+            for r in records:
+                r["status"] = "superseded" if r["id"] in successor else "active"
+                r["superseded_by"] = successor.get(r["id"])
+                r["supersedes"] = sorted(set(predecessors.get(r["id"], [])) | ({r["supersedes"]} if r.get("supersedes") else set()))
+                r["conflicts_with"] = sorted(set(against.get(r["id"], [])))
+            lexical = LexicalIndex.build([r["id"] for r in records], texts)
+            self._loaded = Loaded(key, records, texts, vectors, lexical, found)
+            return self._loaded
+
+    def relations(self) -> list[dict]:
+        """Each record's lines and relations, from attempts.json (cached by its mtime); [] before any sync."""
+        try:
+            stamp = os.stat(self.relations_path).st_mtime_ns
+        except OSError:
+            return []
+        cached = getattr(self, "_relations", None)
+        if cached and cached[0] == stamp:
+            return cached[1]
+        try:
+            rows = json.loads(self.relations_path.read_text())["records"]
+        except (OSError, ValueError, KeyError):
+            return []
+        self._relations = (stamp, rows)
+        return rows
