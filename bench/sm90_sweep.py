@@ -102,16 +102,19 @@ def gpu_only_us(fn, data, repeats: int = 15) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def host_us(fn, data, calls: int = 50) -> float:
-    """Host time per call (launches are asynchronous; the GPU is not waited for)."""
+def host_us(fn, data, calls: int = 50, repeats: int = 7) -> float:
+    """Host time per call (launches are asynchronous; the GPU is not waited for): the median of
+    `repeats` batches of `calls` calls on the same input (one batch alone varied by +-2 us)."""
     fn(data)
     torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn(data)
-    elapsed = time.perf_counter() - t0
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn(data)
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return sorted(times)[len(times) // 2]
 
 
 # ------------------------------------------------------------------ main

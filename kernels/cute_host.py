@@ -21,10 +21,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Hashable, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, Iterable, Optional, Sequence, Tuple
 
 # Blackwell B200 has 148 SMs; used to size persistent grids when compiling without a GPU.
 B200_SM_COUNT = 148
@@ -100,19 +101,23 @@ def device_capability() -> Optional[Tuple[int, int]]:
     return tuple(torch.cuda.get_device_capability())
 
 
-def require_capability(major: int, backend: str) -> None:
-    """Raise kernels.errors.BackendUnavailable unless the GPU has compute capability major.x.
+def require_capability(capability: Tuple[int, int], backend: str) -> None:
+    """Raise kernels.errors.BackendUnavailable unless the GPU has exactly this compute capability.
 
-    sm_90a / sm_100a cubins use arch-specific instructions (wgmma, tcgen05) and run only there.
+    sm_90a / sm_100a cubins use arch-specific instructions (wgmma, tcgen05) and load only on
+    that exact capability: an sm_100a cubin does not load on a 10.3 part (B300), nor sm_90a on
+    anything but 9.0.
     """
     from .errors import BackendUnavailable
 
-    capability = device_capability()
-    if capability is None:
-        raise BackendUnavailable(f"{backend} backend needs a CUDA GPU of compute capability {major}.x; none found")
-    if capability[0] != major:
-        raise BackendUnavailable(
-            f"{backend} backend needs compute capability {major}.x; this GPU is {capability[0]}.{capability[1]}")
+    want = tuple(capability)
+    have = device_capability()
+    if have is None:
+        raise BackendUnavailable(f"{backend} backend needs a CUDA GPU of compute capability {want[0]}.{want[1]}; "
+                                 "none found")
+    if have != want:
+        raise BackendUnavailable(f"{backend} backend needs compute capability {want[0]}.{want[1]} exactly (its "
+                                 f"cubin is built for sm_{want[0]}{want[1]}a); this GPU is {have[0]}.{have[1]}")
 
 
 def sm_count() -> int:
@@ -159,14 +164,6 @@ def torch_ptr(tensor, dtype, align: int = TMA_ALIGN_BYTES):
     if address % align != 0:
         raise ValueError(f"tensor address {address:#x} is not {align}-byte aligned (TMA needs it)")
     return make_ptr(dtype, address, cute.AddressSpace.gmem, assumed_align=align)
-
-
-def current_stream():
-    """The current torch CUDA stream as a cuda-python CUstream (what compiled kernels take)."""
-    import cuda.bindings.driver as cuda_driver
-    import torch
-
-    return cuda_driver.CUstream(torch.cuda.current_stream().cuda_stream)
 
 
 def fake_stream():
@@ -240,6 +237,127 @@ class CompileCache:
             self.entries[key] = build()
             self.compile_seconds[key] = time.perf_counter() - start
         return self.entries[key]
+
+
+# ----------------------------------------------------------------------------------------------
+# Launch cache: per distinct input, everything but the launch is done once
+# ----------------------------------------------------------------------------------------------
+
+class LaunchCache:
+    """Prepared launches keyed by the identity of the input tensors (and a tag: the problem).
+
+    A CuTe DSL call cost 20-70 us of host time on the H100 test host: argument checks, the
+    tiling choice, the DSL's conversion of Python arguments to C (generate_execution_args), its
+    packing, its host function. All of that depends only on the tensors' addresses, shapes,
+    strides and dtypes, so it runs once per distinct input, in `prepare()`, which returns a
+    no-argument launcher (see `launcher`); a repeated call costs a tuple of id()s, one dict
+    lookup and the launch. The key is the tensors' identity: an entry lives only while every one
+    of its tensors is alive (a weakref callback drops it when one dies), so an id can never be
+    reused by another tensor while its entry exists. Values rewritten in place need nothing (the
+    kernel reads them); a fresh tensor, or one of another shape, is another object and misses.
+    Not detected: changing a live tensor's metadata in place (`set_`, `resize_`, `as_strided_`).
+
+    Callers do `launch = cache.get(key) or cache.add(key, tensors, prepare)`, then `launch()`;
+    key = (tag, *ids of tensors).
+    """
+
+    def __init__(self, limit: int = 1024):
+        self.limit = limit
+        self.entries: Dict[tuple, Callable[[], None]] = {}
+        self.get = self.entries.get  # bound once: the hot path is one call
+        self._refs: Dict[tuple, list] = {}
+        self.prepared = 0  # misses: how many times prepare() ran (the per-input work)
+
+    def add(self, key: tuple, tensors: Iterable, prepare: Callable[[], Callable[[], None]]) -> Callable[[], None]:
+        launch = prepare()
+        entries, refs = self.entries, self._refs
+
+        def drop(_ref, key=key):
+            entries.pop(key, None)
+            refs.pop(key, None)
+
+        if len(entries) >= self.limit:  # oldest first (dicts keep insertion order)
+            oldest = next(iter(entries))
+            entries.pop(oldest)
+            refs.pop(oldest, None)
+        refs[key] = [weakref.ref(t, drop) for t in tensors]
+        entries[key] = launch
+        self.prepared += 1
+        return launch
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self._refs.clear()
+
+
+_EXECUTORS: Dict[tuple, Any] = {}
+
+
+def packed_launcher(compiled, stream: int, args: Sequence, keep_alive: Any = None) -> Callable[[], None]:
+    """A no-argument function that launches a compiled CuTe DSL function with `args` on `stream`.
+
+    The DSL's per-call work is done here once: generate_execution_args (Python values -> C
+    values, ~21 us for 8 scalars on the H100 host) and the packing of their addresses with the
+    executor's extra arguments (result slot, kernel handles) into one void* array. A call is
+    then one ctypes call of the compiled host function (what JitExecutor.run_compiled_program
+    does after packing) and a check of its CUDA result. Every object the array points into is
+    kept alive by the launcher. Uses JitExecutor internals of nvidia-cutlass-dsl 4.8
+    (_get_invoke_packed_args, _num_extra_args, capi_func, cuda_result).
+    """
+    import ctypes
+
+    import cuda.bindings.driver as cuda_driver
+    import torch
+
+    device = torch.cuda.current_device()
+    executor = _EXECUTORS.get((id(compiled), device))
+    if executor is None:
+        executor = _EXECUTORS[(id(compiled), device)] = compiled.to(None)
+    exe_args, adapted = compiled.generate_execution_args(cuda_driver.CUstream(stream), *args)
+    scratch = executor._get_invoke_packed_args(exe_args)  # the executor's reused thread-local array
+    count = len(exe_args) + executor._num_extra_args
+    packed = (ctypes.c_void_p * count)(*scratch[:count])
+    owners = (exe_args, adapted, list(args), keep_alive, executor, compiled)
+
+    def launch(capi=executor.capi_func, packed=packed, result=executor.cuda_result, _owners=owners):
+        capi(packed)
+        if result is not None and result.value:
+            raise RuntimeError(f"CuTe DSL launch failed: CUDA error {result.value}")
+
+    return launch
+
+
+def launcher(compiled, args: Sequence, keep_alive: Any = None) -> Callable[[], None]:
+    """The launch of `compiled` on `args` as a one-kernel CUDA graph: call it to launch on the
+    current torch stream.
+
+    Even with its arguments packed once (packed_launcher), the DSL's host function costs ~5.3 us
+    per call on the H100 test host (measured: bench/sm90_sweep.py's host us column, worklog
+    section 10); replaying a captured graph skips it and the stream lookup (the graph runs on
+    whatever stream is current at replay). The launch is run once for real on a side stream
+    (so lazy loading and attribute setting happen outside the capture), then captured.
+    Whatever the kernel reads besides the tensors (keep_alive, e.g. a tile table) lives as long
+    as the graph.
+    """
+    import torch
+
+    current, side = torch.cuda.current_stream(), torch.cuda.Stream()
+    direct = packed_launcher(compiled, side.cuda_stream, args, keep_alive)
+    side.wait_stream(current)  # the inputs may still be being written on the current stream
+    direct()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side):
+        graph.capture_begin(capture_error_mode="thread_local")
+        try:
+            direct()
+        finally:
+            graph.capture_end()
+    current.wait_stream(side)
+    graph.owners = (direct, side, keep_alive)
+    try:  # the C++ replay itself: skips the Python wrapper's pool-liveness check (the graph allocates nothing)
+        return torch._C._CUDAGraph.replay.__get__(graph)
+    except AttributeError:
+        return graph.replay
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,6 +9,9 @@ compiled once per group count G (G sets how many descriptors the kernel takes).
 
 from __future__ import annotations
 
+from itertools import chain
+from operator import itemgetter
+
 from .. import cute_host
 from ..errors import ShapeError, UnsupportedShape
 from .gemm import check_gemm_operands
@@ -49,10 +52,11 @@ def compile_kernel(num_groups: int, sm_count: int = None):
     return host.compile_gemm_family(TILE_N, 1, num_groups, sm_count or cute_host.sm_count())
 
 
-def run(data):
+def _prepare(data):
+    """Launcher for one input set: checks, capability, torch -> CuTe conversion, done once per set."""
     groups = validate(data)
     abc, _sf_plain, sf_perm, _sizes = data
-    cute_host.require_capability(10, "sm100")
+    cute_host.require_capability((10, 0), "sm100")
     from . import host
 
     _, compiled = compile_kernel(len(groups))
@@ -60,8 +64,23 @@ def run(data):
     for i, ((a, b, c), (sfa_p, sfb_p)) in enumerate(zip(abc, sf_perm)):
         args += [host.operand(a), host.operand(b), host.permuted_scales_ptr(f"sfa_perm[{i}]", sfa_p),
                  host.permuted_scales_ptr(f"sfb_perm[{i}]", sfb_p), host.output(c)]
-    host.launch(compiled, args)
-    return [c for _a, _b, c in abc]
+    return cute_host.launcher(compiled, args)
+
+
+LAUNCHES = cute_host.LaunchCache()
+
+
+def run(data):
+    if len(data) != 4:
+        validate(data)  # the one-line error for a wrong tuple
+    abc, _sf_plain, sf_perm, _sizes = data
+    key = tuple(map(id, chain(chain.from_iterable(abc), chain.from_iterable(sf_perm))))
+    launch = LAUNCHES.get(key)
+    if launch is None:
+        launch = LAUNCHES.add(key, chain(chain.from_iterable(abc), chain.from_iterable(sf_perm)),
+                              lambda: _prepare(data))
+    launch()
+    return list(map(itemgetter(2), abc))
 
 
 # The benchmark shapes use G = 8 and G = 2.

@@ -7,7 +7,7 @@ Importing this module imports cutlass (for sm_100a, unless the process already c
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List
 
 from .. import cute_host
 
@@ -102,7 +102,3 @@ def plain_scales(t):
 def permuted_scales_ptr(name: str, t):
     """Pointer to permuted scales (their layout is rebuilt in the kernel from A's / B's shape)."""
     return cute_host.torch_ptr(t, SF_DTYPE, cute_host.TMA_ALIGN_BYTES)
-
-
-def launch(compiled, args: Sequence) -> None:
-    compiled(cute_host.current_stream(), *args)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from pathlib import Path
-from collections import OrderedDict
-from typing import Sequence
 
 from .. import cute_host
 from ..errors import UnsupportedShape
@@ -178,41 +176,10 @@ def operand_address(name: str, t, rows: int, cols: int, batches: int) -> int:
     return t.data_ptr()
 
 
-def launch(compiled, args: Sequence) -> None:
-    compiled(cute_host.current_stream(), *args)
-
-
-# Host overhead. On the H100 test host a compiled-function call costs ~30 us, of which ~21 us
-# is the DSL turning Python arguments into C arguments (generate_execution_args) and ~6 us the
-# launch itself; gemv and the small shapes run in 20-45 us on the GPU, so the conversion would
-# dominate. The converted arguments are cached per (compiled function, stream, input key):
-# a repeated call validates nothing and converts nothing, it re-launches (run_compiled_program).
-# The key holds every tensor's address, shape and strides, so a different input (or a view
-# with other strides) misses the cache and is validated and converted afresh.
-_LAUNCHES: "OrderedDict[tuple, tuple]" = OrderedDict()
-MAX_LAUNCHES = 4096
-
-
-def tensor_key(*tensors) -> tuple:
-    return tuple((t.data_ptr(), t.shape, t.stride()) for t in tensors)
-
-
-def cached_launch(compiled, key: tuple, build_args) -> None:
-    """Launch `compiled` on the current torch stream with build_args() (built on a cache miss)."""
-    import torch
-    import cuda.bindings.driver as cuda_driver
-
-    stream = torch.cuda.current_stream().cuda_stream
-    full_key = (id(compiled), stream, key)
-    entry = _LAUNCHES.get(full_key)
-    if entry is None:
-        args, keep_alive = build_args()
-        exe_args, adapted = compiled.generate_execution_args(cuda_driver.CUstream(stream), *args)
-        entry = (exe_args, adapted, args, keep_alive, compiled)  # owners of what exe_args points to
-        _LAUNCHES[full_key] = entry
-        if len(_LAUNCHES) > MAX_LAUNCHES:
-            _LAUNCHES.popitem(last=False)
-    compiled.run_compiled_program(entry[0])
+# Every launch goes through this cache (cute_host.LaunchCache): the checks, the tiling choice,
+# the tile table and the DSL's argument conversion run once per distinct input; a repeated call
+# is a key lookup and the launch (worklog section 10).
+LAUNCHES = {problem: cute_host.LaunchCache() for problem in ("gemv", "gemm", "dual_gemm", "group_gemm")}
 
 
 def tile_table(group_rows: list, tiles_per_group: list, device):

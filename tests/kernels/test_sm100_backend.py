@@ -1,6 +1,6 @@
 """sm100 backends: registration, input validation (CPU), and a GPU run against the reference.
 
-The GPU test runs only on a CUDA GPU of compute capability 10.x (the kernels use tcgen05 and are
+The GPU test runs only on a CUDA GPU of compute capability 10.0 (the kernels use tcgen05 and are
 compiled for sm_100a); elsewhere it skips with that reason. Validation needs no cutlass.
 """
 
@@ -90,22 +90,32 @@ def test_gemm_rejects_permuted_scales_in_another_storage_order():
         gemm.validate(tuple(data))
 
 
-@pytest.mark.skipif(cute_host.device_capability() is not None and cute_host.device_capability()[0] == 10,
-                    reason="this machine has a CC 10.x GPU; the no-GPU refusal does not apply")
+@pytest.mark.skipif(cute_host.device_capability() == (10, 0),
+                    reason="this machine has a CC 10.0 GPU; the refusal does not apply")
 def test_run_refuses_without_blackwell_gpu():
     from kernels.sm100 import gemm
 
     data = kernels.get_problem("gemm").generate_input({"m": 128, "n": 256, "k": 256, "l": 1}, device="cpu")
-    with pytest.raises(BackendUnavailable, match="compute capability 10"):
+    with pytest.raises(BackendUnavailable, match="compute capability 10.0"):
         gemm.run(data)
+
+
+def test_capability_check_is_exact(monkeypatch):
+    # An sm_100a cubin loads only on 10.0: a 10.3 part (B300) or a 9.0 one is refused with a reason.
+    for have in ((10, 3), (9, 0), (12, 0)):
+        monkeypatch.setattr(cute_host, "device_capability", lambda have=have: have)
+        with pytest.raises(BackendUnavailable, match=f"10.0 exactly .* is {have[0]}.{have[1]}"):
+            cute_host.require_capability((10, 0), "sm100")
+    monkeypatch.setattr(cute_host, "device_capability", lambda: (10, 0))
+    cute_host.require_capability((10, 0), "sm100")
 
 
 def _gpu_skip_reason():
     capability = cute_host.device_capability()
     if capability is None:
-        return "no CUDA GPU: the sm100 kernels need compute capability 10.x"
-    if capability[0] != 10:
-        return f"GPU is compute capability {capability[0]}.{capability[1]}; the sm100 kernels need 10.x"
+        return "no CUDA GPU: the sm100 kernels need compute capability 10.0"
+    if capability != (10, 0):
+        return f"GPU is compute capability {capability[0]}.{capability[1]}; the sm100 kernels need 10.0 (sm_100a)"
     if importlib.util.find_spec("cutlass") is None:
         return "cutlass (nvidia-cutlass-dsl) is not installed"
     return None

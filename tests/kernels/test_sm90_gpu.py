@@ -40,13 +40,41 @@ def test_a_benchmark_shape_matches_reference(name):
     _check(name, get_problem(name).benchmarks[-1], 2222)
 
 
-def test_repeated_calls_on_new_inputs_are_not_served_stale_launches():
-    # The launch cache is keyed by tensor addresses/shapes: fresh inputs must give fresh results.
-    p = get_problem("gemm")
-    fn = get_backend("gemm", "sm90").load()
-    for seed in (1, 2, 3):
-        data = p.generate_input({"m": 256, "n": 512, "k": 512, "l": 2}, seed, "cuda")
-        assert check_output(p, fn(data), p.reference(data)).ok
+def _tensors(data):
+    """Every tensor of an input tuple, nested lists included, in order."""
+    if isinstance(data, torch.Tensor):
+        return [data]
+    if isinstance(data, (list, tuple)):
+        return [t for item in data for t in _tensors(item)]
+    return []
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_launch_cache_follows_fresh_rewritten_and_reshaped_inputs(name):
+    # Launches are prepared once per input (cute_host.LaunchCache, keyed by tensor identity):
+    # the same tensors called again, rewritten in place with other values, fresh tensors and
+    # another shape must each give the reference's output, with the output poisoned first.
+    p, fn = get_problem(name), get_backend(name, "sm90").load()
+    first, second = p.tests[0], p.tests[1]
+    data = p.generate_input(first, 1, "cuda")
+    steps = [("first call", data), ("same tensors again", data)]
+    for label, d in steps:
+        _check_poisoned(p, fn, d, label)
+    for dst, src in zip(_tensors(data), _tensors(p.generate_input(first, 2, "cuda"))):
+        dst.copy_(src)  # same tensors, new values
+    _check_poisoned(p, fn, data, "rewritten in place")
+    _check_poisoned(p, fn, p.generate_input(first, 3, "cuda"), "fresh tensors")
+    _check_poisoned(p, fn, p.generate_input(second, 4, "cuda"), "another shape")
+    _check_poisoned(p, fn, data, "the rewritten tensors once more")
+
+
+def _check_poisoned(p, fn, data, label):
+    outs = [data[-1]] if isinstance(data[-1], torch.Tensor) else [c for _a, _b, c in data[0]]
+    for c in outs:
+        c.fill_(float("nan"))
+    ref = p.reference(data)
+    res = check_output(p, fn(data), ref)
+    assert res.ok, f"{p.name} {label}: {res.summary()}"
 
 
 TILINGS = [(128, 1, 1), (128, 1, 2), (64, 1, 1), (64, 1, 2), (128, 2, 1), (128, 2, 2), (128, 2, 4)]
