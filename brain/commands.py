@@ -213,4 +213,6 @@ def cmd_patterns(args, settings: Settings) -> int:
     width = max(len(r["pattern"]) for r in rows)
     for r in rows:
         print(f"{r['pattern']:<{width}}  {r['snippets']:>4}  {r['description']}")
+        if r["rule"]:
+            print(f"{'':<{width}}        rule: {r['rule']}")
     return 0

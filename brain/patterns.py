@@ -5,43 +5,308 @@ before the code it describes and `# end pattern` closes the innermost open regio
 where the block it was opened in ends (the first later line indented less than the marker) or where the
 next marker at the same indentation opens a sibling region.
 
-Detection rules (automatic, where no marker is written): a code chunk whose text matches a pattern's
-regex below carries that pattern too.
+Detection (automatic, where no marker is written) reads the AST, not the words: each pattern is a rule over
+call targets (`cute.copy`, `tmem.relinquish_alloc_permit`), keyword arguments (`tma_bar_ptr=`, `cluster=`),
+`if` tests on a warp index, the PTX in `llvm.inline_asm` strings, bit operations and, for a few patterns, the
+names of the definitions that implement them. `find_hits` returns (pattern, line) pairs for a module; a
+code chunk carries every pattern with a hit among its lines. `bench/pattern_bench.py` measures each rule.
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
-# name -> (one-line description, detection regex or None)
-PATTERNS: dict[str, tuple[str, str | None]] = {
-    "control-flow": ("scoping rules: compile-time (const_expr, range_constexpr) vs runtime if/for, variables "
-                     "defined before runtime control flow", r"range_constexpr|const_expr|cutlass\.range\(|dynamic_expr"),
-    "pipeline-setup": ("creating producer/consumer pipelines, their barriers and stage counts",
-                       r"Pipeline\w*\.create\(|make_pipeline_state|PipelineState\(|CooperativeGroup\("),
-    "tma-load": ("TMA bulk tensor loads global -> shared memory",
-                 r"make_tiled_tma_atom|tma_partition|CopyBulkTensorTileG2S|cpasync\.copy\(.*tma"),
-    "tma-store": ("TMA stores shared -> global memory", r"CopyBulkTensorTileS2G|tma_store"),
-    "s2t-copy": ("copying scale factors shared memory -> tensor memory (tcgen05.cp, UTCCP)",
-                 r"make_s2t_copy|tcgen05\.Cp|\bs2t\b|S2T"),
-    "tmem-alloc": ("allocating and releasing tensor memory columns",
-                   r"TmemAllocator|alloc_tmem|dealloc_tmem|tmem\.allocate|retrieve_ptr|relinquish_tmem"),
-    "mma-mainloop": ("the K loop issuing tensor-core MMAs (tcgen05 / wgmma / mma.sync)",
-                     r"cute\.gemm\(|tcgen05\.mma|warpgroup\.|MmaF16BF16Op|mma\.sync"),
-    "epilogue": ("reading accumulators (tensor memory or registers), converting and storing C",
-                 r"epilog|make_tmem_copy|tcgen05\.Ld|Tmem(Load|Copy)|\.store\(.*(acc|out)"),
-    "warp-dispatch": ("giving warps roles (TMA producer, MMA issuer, epilogue) by warp index",
-                      r"warp_idx\s*==|make_warp_uniform|warp_idx\s*=\s*"),
-    "tile-scheduler": ("persistent tile scheduling across CTAs", r"TileScheduler|tile_sched|StaticPersistent"),
-    "tensormap": ("TMA descriptors (tensormaps) prepared or updated per group",
-                  r"tensormap|TensorMapManager|tma_desc"),
-    "scale-factor-layout": ("block-scale factor layouts: permuted 32x4x4 atoms, padding to 128 rows / 4 columns",
-                            r"tile_atom_to_shape_SF|BlockScaled|sf_vec_size|to_blocked|sfa_perm|sfb_perm"),
-    "fp4-decode": ("decoding packed e2m1 nibbles and e4m3 scales to bf16/fp16/fp32",
-                   r"e2m1|Float4E2M1|nibble|0x0?[fF]\b.*>>|>>\s*4"),
-    "smem-layout": ("shared-memory layouts, swizzles and stage buffers",
-                    r"make_smem_layout|SmemAllocator|smem_layout|make_swizzle|Swizzle\("),
+
+@dataclass(frozen=True)
+class Pattern:
+    description: str  # what the pattern is
+    rule: str  # how code is recognised as implementing it, in one line (shown by `brain patterns`)
+
+
+PATTERNS: dict[str, Pattern] = {
+    "pipeline-setup": Pattern("creating producer/consumer pipelines, their barriers and stage counts",
+                              "calls Pipeline*.create, CooperativeGroup, pipeline_init_arrive/wait, make_and_init_*pipeline; "
+                              "calls or defines *compute_stages*"),
+    "tma-load": Pattern("TMA bulk tensor loads global -> shared memory",
+                        "cute.copy with tma_bar_ptr= or mcast_mask=; CopyBulkTensorTileG2S*Op, make_tiled_tma_atom_A/B, "
+                        "prefetch_descriptor, create_tma_multicast_mask, tma_partition of an operand atom"),
+    "tma-store": Pattern("TMA stores shared -> global memory",
+                         "CopyBulkTensorTileS2G*Op; cute.copy of a TMA atom without tma_bar_ptr=; tma_partition of the "
+                         "C/D/epilogue atom; tma_store_fence"),
+    "s2t-copy": Pattern("copying scale factors shared memory -> tensor memory (tcgen05.cp, UTCCP)",
+                        "make_s2t_copy, get_s2t_smem_desc_tensor, tcgen05 Cp*Op, cute.copy of an *s2t* tiled copy"),
+    "tmem-alloc": Pattern("allocating and releasing tensor memory columns",
+                          "TmemAllocator, alloc_tmem/dealloc_tmem, relinquish_tmem_alloc_permit, retrieve_tmem_ptr, "
+                          "*_tmem_alloc_cols; allocate/wait_for_alloc/retrieve_ptr/relinquish_alloc_permit/free on a tmem object"),
+    "mma-mainloop": Pattern("the K loop issuing tensor-core MMAs (tcgen05 / wgmma / mma.sync)",
+                            "cute.gemm(...) calls; warpgroup commit_group/wait_group"),
+    "epilogue": Pattern("reading accumulators (tensor memory or registers), converting and storing C",
+                        "make_tmem_copy of an Ld op, get_tmem_load_op, get_smem_store_op, make_tiled_copy_C/D, StMatrix ops; "
+                        "calls or definitions named epi_* / epilog*"),
+    "warp-dispatch": Pattern("giving warps roles (TMA producer, MMA issuer, epilogue) by warp index",
+                             "an if/elif whose test compares a warp or warp-group index (warp_idx, warp_group_idx, warp_idx())"),
+    "tile-scheduler": Pattern("persistent tile scheduling across CTAs",
+                              "*TileScheduler* / *tile_scheduler* calls, initial_work_tile_info, get_current_work, "
+                              "advance_to_next_work, fetch_next_work, get_grid_shape"),
+    "tensormap": Pattern("TMA descriptors (tensormaps) created or updated in memory, per group",
+                         "TensorMapManager, init_tensormap_from_atom, update_tensormap, fence_tensormap_*, "
+                         "get_tensormap_ptr, cute.copy with tma_desc_ptr=; definitions named *tensormap*"),
+    "scale-factor-layout": Pattern("block-scale factor layouts: permuted 32x4x4 atoms, smem/tmem SF layouts",
+                                   "layout calls whose name holds an SF token (sf, sfa, sfb, SF, scale_factor) and layout/shape/atom/"
+                                   "fragment; definitions with an SF token and tensor/cvt too; the 'blocked' scale layout"),
+    "fp4-decode": Pattern("decoding packed narrow values (e2m1/int4 nibbles, e4m3/e8m0/int8 bytes) to wider types",
+                          "cvt PTX of a narrow type in inline asm; & 0xF nibble masks; calls or definitions named decode*/"
+                          "dequant*/unpack_int*/<narrow type>..._to_<wide type>, narrow-type LUT builders"),
+    "smem-layout": Pattern("shared-memory layouts, swizzles and stage buffers",
+                           "make_smem_layout*, *smem_layout_atom, make_swizzle, make_composed_layout, SmemAllocator, "
+                           "allocate_tensor, get_tensor(swizzle=), @cute.struct storage, sX_layout = make_layout(...)"),
+    "register-realloc": Pattern("moving registers between warpgroups (setmaxnreg)",
+                                "setmaxregister_increase/decrease, setmaxnreg, warpgroup_reg_alloc/dealloc, setmaxnreg PTX"),
+    "cluster-launch": Pattern("launching on thread-block clusters: the cluster shape, its layout, active clusters",
+                              ".launch(cluster=...), get_max_active_clusters, make_layout of a cluster shape"),
+    "cluster-reduction": Pattern("combining partial results across the CTAs of a cluster through distributed shared memory",
+                                 "PTX on shared::cluster (mapa, st.async) in inline asm; map_dsmem*, *shared_remote* calls"),
+    "predication": Pattern("masking out-of-bounds elements with predicates",
+                           "cute.elem_less; any call with a pred= keyword"),
+    "pdl": Pattern("programmatic dependent launch: overlapping a kernel with the one before it",
+                   "griddepcontrol_wait / griddepcontrol_launch_dependents; use_pdl= at launch; griddepcontrol PTX"),
+    "rasterization": Pattern("ordering CTAs / tiles for L2 reuse (raster order, swizzle size)",
+                             "a raster or swizzle-size argument passed to a scheduler or grid call; an if on a raster setting"),
+    "online-softmax": Pattern("softmax over K blocks with a running row max and sum, rescaling the output (flash attention)",
+                              "exp/exp2 of a difference with a max; code carrying the running row_max / row_sum / "
+                              "correction factor"),
+    "warp-reduction": Pattern("reductions across the lanes of a warp or quad with shuffles",
+                              "shuffle_sync*, warp_reduction*, redux_sync, calls of a *warp_reduce* helper, shfl PTX"),
+    "mbarrier-wait": Pattern("direct mbarrier synchronization: init, expected transaction bytes, phase waits",
+                             "cute.arch.mbarrier_* calls (init, arrive, expect_tx, wait, try_wait); mbarrier PTX"),
+    "cp-async": Pattern("Ampere-style asynchronous global -> shared copies (cp.async) and their commit/wait groups",
+                        "cpasync.CopyG2SOp, cp_async_commit_group, cp_async_wait_group, cp.async PTX"),
+    "named-barrier": Pattern("named hardware barriers syncing a group of warps, and ordered (ping-pong) hand-offs",
+                             "pipeline.NamedBarrier, PipelineOrder, arrive/wait/sync on a *barrier / *_bar object, "
+                             "barrier(barrier_id=...), sync(barrier_id=...)"),
+    "clc-work-stealing": Pattern("cluster launch control: persistent CTAs that steal the next tile from the hardware",
+                                 "PipelineClcFetchAsync, ClcDynamic* scheduler calls, calls on a clc_* object, "
+                                 "clusterlaunchcontrol PTX"),
+    "tma-gather": Pattern("TMA gather: loading rows picked by an index list with one TMA instruction",
+                          "a TMA gather op or call (*gather4*, *TmaGather*, *tma_gather* called, not passed as a flag)"),
+    "control-flow": Pattern("scoping rules: compile-time (const_expr, range_constexpr) vs runtime if/for, variables "
+                            "defined before runtime control flow", "marker only (never detected automatically)"),
 }
+
+
+def _dotted(node: ast.AST) -> str:
+    """`cute.arch.warp_idx` for an attribute chain; `?` stands for a call or subscript in the chain."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    parts.append(node.id if isinstance(node, ast.Name) else "?")
+    return ".".join(reversed(parts))
+
+
+def _names(node: ast.AST) -> list[str]:
+    """Every identifier (names and attribute names) inside an expression."""
+    return [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
+
+
+_SF = r"(?:^|_)(?:sf|sfa|sfb|sfasfb|SF|SFA|SFB|scale_factor)(?:_|$)"
+_SF_KIND = r"layout|shape|tensor|atom|fragment|cvt"
+_BLOCKED_SF = r"to_blocked|blocked_scale|scale\w*_blocked"  # the 32x4x4 "blocked" scale layout of cuBLAS / torch
+_EPI = r"(?:^|_)epi(?:log|logue)?(?:_|$)"
+_NARROW = r"e2m1|e4m3|e5m2|e8m0|ue8m0|int4|i4|u4|u4b8|i4sm|i8|s8|fp4|nvfp4|mxfp4"
+_WIDE = r"bf16|f16|fp16|f32|fp32|float"
+_DECODE_NAME = re.compile(rf"decode|dequant|unpacked_to_value|unpack_u?int\d|(?:{_NARROW})\w*_to_(?:{_WIDE})|(?:{_NARROW})\w*_luts?\b|luts?_\w*(?:{_NARROW})|"
+                          rf"(?:{_NARROW})\w*_scaled_luts?", re.I)
+_PTX = [  # (pattern, regex over an inline-asm string)
+    ("cluster-reduction", r"shared::cluster|\bmapa\b|st\.async"),
+    ("fp4-decode", rf"cvt\.[\w.]*(?:{_NARROW})|(?:{_NARROW})x\d[\w.]*\s|dp4a"),
+    ("register-realloc", r"setmaxnreg"),
+    ("pdl", r"griddepcontrol"),
+    ("mbarrier-wait", r"mbarrier\."),
+    ("cp-async", r"cp\.async\.(?:ca|cg)"),
+    ("warp-reduction", r"shfl\.|redux\.sync"),
+    ("clc-work-stealing", r"clusterlaunchcontrol"),
+]
+_WARP_INDEX = re.compile(r"^(?:warp_idx|warp_id|warp_group_idx|warpgroup_idx|wg_idx|warp_idx_in_\w+)$")
+_STORE_ATOM = re.compile(r"(?:^|_)(?:c|d|o|epi|epilog|epilogue|store)(?:_|$)", re.I)
+_RUNNING = re.compile(r"row_max|row_sum|running_(?:max|sum)|correction_factor|^m_i$|^l_i$|max_new|^m_prev$")
+
+
+def _call_rules(target: str, kws: set[str], first: str, node: ast.Call) -> list[str]:
+    """Patterns a call site implements. `target` is the dotted callee, `first` its first argument's dotted name."""
+    last = target.rsplit(".", 1)[-1]
+    recv = target.rsplit(".", 1)[0].rsplit(".", 1)[-1] if "." in target else ""
+    out = []
+    if re.match(r"Pipeline\w*$", recv) and last == "create" or last in (
+            "CooperativeGroup", "pipeline_init_arrive", "pipeline_init_wait") \
+            or re.match(r"make_and_init_\w*pipeline$", last) or "compute_stages" in last:
+        out.append("pipeline-setup")
+    if last == "copy" and recv == "cute":
+        atom = first.lower()
+        if "tma_bar_ptr" in kws or "mcast_mask" in kws:
+            out.append("tma-load")
+        elif "tma" in atom:
+            out.append("tma-store")
+        if "s2t" in atom:
+            out.append("s2t-copy")
+        if "tma_desc_ptr" in kws:
+            out.append("tensormap")
+    if re.match(r"CopyBulkTensorTileG2S\w*Op$", last) or last in (
+            "make_tiled_tma_atom_A", "make_tiled_tma_atom_B", "prefetch_descriptor", "create_tma_multicast_mask") \
+            or "non_exec_tiled_tma_load" in last:
+        out.append("tma-load")
+    if last == "tma_partition":
+        out.append("tma-store" if _STORE_ATOM.search(first.rsplit(".", 1)[-1]) else "tma-load")
+    if re.match(r"CopyBulkTensorTileS2G\w*Op$", last) or last == "tma_store_fence":
+        out.append("tma-store")
+    if last in ("make_s2t_copy", "get_s2t_smem_desc_tensor") or (recv == "tcgen05" and re.match(r"Cp\w*Op$", last)):
+        out.append("s2t-copy")
+    if last in ("TmemAllocator", "alloc_tmem", "dealloc_tmem", "relinquish_tmem_alloc_permit", "retrieve_tmem_ptr") \
+            or re.match(r"get_\w*tmem_alloc_cols$", last) or ("tmem" in recv.lower() and last in (
+                "allocate", "wait_for_alloc", "retrieve_ptr", "relinquish_alloc_permit", "free")):
+        out.append("tmem-alloc")
+    if (last == "gemm" and recv == "cute") or (recv == "warpgroup" and last in ("commit_group", "wait_group")):
+        out.append("mma-mainloop")
+    if last in ("get_tmem_load_op", "get_smem_store_op", "sm120_get_smem_store_op", "make_tiled_copy_C",
+                "make_tiled_copy_D", "make_tiled_copy_C_atom") or re.match(r"StMatrix\w*Op$", last) \
+            or (last == "make_tmem_copy" and any(re.match(r"Ld\d", n) for n in _names(node))) \
+            or re.match(r"_?epi(?:log|logue)?_", last):
+        out.append("epilogue")
+    if re.search(r"TileScheduler|tile_scheduler", target) or last in (
+            "initial_work_tile_info", "get_current_work", "advance_to_next_work", "fetch_next_work", "get_grid_shape"):
+        out.append("tile-scheduler")
+    if last in ("TensorMapManager", "init_tensormap_from_atom", "update_tensormap", "get_tensormap_ptr") \
+            or last.startswith("fence_tensormap") or "tensormap" in last:
+        out.append("tensormap")
+    if re.search(_SF, last) and re.search(r"layout|shape|atom|fragment", last, re.I) or re.search(_BLOCKED_SF, last):
+        out.append("scale-factor-layout")  # the layout functions; a call of a tensor-making helper is host set-up
+    if _DECODE_NAME.search(last):
+        out.append("fp4-decode")
+    if recv != "self" and re.search(r"make_smem_layout|smem_layout_atom$|get_smem_layout|compute_smem_layout$", last) or last in (
+            "make_swizzle", "make_composed_layout", "SmemAllocator", "allocate_tensor") \
+            or (last == "get_tensor" and "swizzle" in kws):
+        out.append("smem-layout")
+    if last in ("setmaxregister_increase", "setmaxregister_decrease", "setmaxnreg", "warpgroup_reg_alloc",
+                "warpgroup_reg_dealloc"):
+        out.append("register-realloc")
+    if (last == "launch" and "cluster" in kws) or last == "get_max_active_clusters" \
+            or (last == "make_layout" and node.args and any("cluster_shape" in n for n in _names(node.args[0]))):
+        out.append("cluster-launch")
+    if last.startswith("map_dsmem") or "shared_remote" in last:
+        out.append("cluster-reduction")
+    if last == "elem_less" or "pred" in kws:
+        out.append("predication")
+    if last.startswith("griddepcontrol") or "use_pdl" in kws:
+        out.append("pdl")
+    if re.search(r"sched|grid", last, re.I) and any(re.search(r"raster|swizzle_size", n) for a in
+                                                     list(node.args) + [k.value for k in node.keywords]
+                                                     for n in _names(a)) \
+            or any(re.search(r"raster|swizzle_size", k) for k in kws if re.search(r"sched|grid", last, re.I)):
+        out.append("rasterization")
+    if re.match(r"shuffle_sync\w*$|warp_reduction\w*$|redux_sync$|\w*warp_reduce$", last):
+        out.append("warp-reduction")
+    if last.startswith("mbarrier_"):
+        out.append("mbarrier-wait")
+    if last in ("CopyG2SOp", "cp_async_commit_group", "cp_async_wait_group"):
+        out.append("cp-async")
+    if last == "NamedBarrier" or (recv == "PipelineOrder" and last == "create") \
+            or (re.search(r"barrier$|_bar$", recv) and last in ("arrive", "wait", "arrive_and_wait", "sync")) \
+            or (last in ("barrier", "sync") and "barrier_id" in kws):
+        out.append("named-barrier")
+    if re.search(r"Clc|clc_", target) or last == "PipelineClcFetchAsync":
+        out.append("clc-work-stealing")
+    if re.search(r"gather4|TmaGather|tma_gather", last, re.I):
+        out.append("tma-gather")
+    return out
+
+
+class _Finder(ast.NodeVisitor):
+    def __init__(self):
+        self.hits: list[tuple[str, int]] = []
+
+    def hit(self, names, line: int) -> None:
+        self.hits.extend((n, line) for n in names)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        target = _dotted(node.func)
+        kws = {k.arg for k in node.keywords if k.arg}
+        first = _dotted(node.args[0]) if node.args else ""
+        self.hit(_call_rules(target, kws, first, node), node.lineno)
+        if target.rsplit(".", 1)[-1] in ("inline_asm", "inline_ptx"):
+            ptx = " ".join(c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+            self.hit([name for name, rx in _PTX if re.search(rx, ptx)], node.lineno)
+        if target.rsplit(".", 1)[-1] in ("exp", "exp2") and any(
+                isinstance(b, ast.BinOp) and isinstance(b.op, ast.Sub) and any("max" in n for n in _names(b))
+                for b in ast.walk(node)):
+            self.hit(["online-softmax"], node.lineno)
+        self.generic_visit(node)
+
+    def _test(self, node: ast.If | ast.While) -> None:
+        for c in ast.walk(node.test):
+            if isinstance(c, ast.Compare) and any(
+                    _WARP_INDEX.match(n) for side in [c.left] + c.comparators for n in _names(side)):
+                self.hit(["warp-dispatch"], node.lineno)
+                break
+        if any(re.search(r"raster", n) for n in _names(node.test)):
+            self.hit(["rasterization"], node.lineno)
+
+    def visit_If(self, node: ast.If) -> None:
+        self._test(node)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        const = node.right.value if isinstance(node.right, ast.Constant) else None
+        if isinstance(node.op, ast.BitAnd) and const in (0xF, 0xF0):
+            self.hit(["fp4-decode"], node.lineno)  # a nibble taken out of a packed byte (packing only shifts in)
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if _RUNNING.search(node.id):
+            self.hit(["online-softmax"], node.lineno)
+
+    def visit_arg(self, node: ast.arg) -> None:
+        if _RUNNING.search(node.arg):
+            self.hit(["online-softmax"], node.lineno)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if isinstance(node.value, ast.Call) and _dotted(node.value.func).endswith("make_layout") and any(
+                isinstance(t, ast.Name) and re.match(r"s[A-Z]\w*_layout$|smem\w*layout", t.id) for t in node.targets):
+            self.hit(["smem-layout"], node.lineno)  # cute's naming: sA is the shared-memory copy of A
+        self.generic_visit(node)
+
+    def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        name = node.name
+        if "tensormap" in name:
+            self.hit(["tensormap"], node.lineno)
+        if "s2t" in name:
+            self.hit(["s2t-copy"], node.lineno)
+        if re.search(_EPI, name):
+            self.hit(["epilogue"], node.lineno)
+        if "compute_stages" in name:
+            self.hit(["pipeline-setup"], node.lineno)
+        if re.search(_SF, name) and re.search(_SF_KIND, name, re.I) or re.search(rf"cvt_sf|scale_factor_tensor|{_BLOCKED_SF}", name):
+            self.hit(["scale-factor-layout"], node.lineno)
+        if _DECODE_NAME.search(name):
+            self.hit(["fp4-decode"], node.lineno)
+        self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _definition
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if any(_dotted(d).endswith("struct") for d in node.decorator_list) and any(
+                "Align" in _names(a) or ("MemRange" in _names(a) and not {"Int64", "Int32"} & set(_names(a)))
+                for a in (f.annotation for f in node.body if isinstance(f, ast.AnnAssign))):
+            self.hit(["smem-layout"], node.lineno)  # a shared-storage struct holding data buffers, not only barriers
+        self.generic_visit(node)
+
+
+def find_hits(tree: ast.AST) -> list[tuple[str, int]]:
+    """(pattern, line) for every place in a parsed module that implements a pattern, in line order."""
+    f = _Finder()
+    f.visit(tree)
+    return sorted(set(f.hits), key=lambda h: (h[1], h[0]))
+
 
 _MARK_OPEN = re.compile(r"^(\s*)#\s*pattern:\s*(.+?)\s*$")
 _MARK_CLOSE = re.compile(r"^\s*#\s*end pattern\b")
@@ -95,5 +360,7 @@ def _last_code_line(lines: list[str], upto: int) -> int:
     return upto
 
 
-def detect_patterns(text: str) -> list[str]:
-    return [name for name, (_, rx) in PATTERNS.items() if rx and re.search(rx, text)]
+def patterns_in(hits: list[tuple[str, int]], start: int, end: int) -> list[str]:
+    """The patterns with a hit on lines start..end, in PATTERNS order."""
+    found = {name for name, line in hits if start <= line <= end}
+    return [name for name in PATTERNS if name in found]

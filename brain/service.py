@@ -94,9 +94,9 @@ class Brain:
 
     def patterns(self) -> list[dict]:
         counts = Counter(p for meta in self.searcher.snapshot().metas for p in _split(meta["patterns"]))
-        rows = [{"pattern": name, "description": desc, "snippets": counts.get(name, 0)}
-                for name, (desc, _) in PATTERNS.items()]
-        rows += [{"pattern": name, "description": "(not a known pattern: check the marker's spelling)",
+        rows = [{"pattern": name, "description": p.description, "rule": p.rule, "snippets": counts.get(name, 0)}
+                for name, p in PATTERNS.items()]
+        rows += [{"pattern": name, "description": "(not a known pattern: check the marker's spelling)", "rule": "",
                   "snippets": n} for name, n in sorted(counts.items()) if name not in PATTERNS]
         return rows
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from brain.chunking import HARD_MAX, PACK_MAX, PACK_MIN, SECTION_SEP, Chunk, UnsupportedFile, cut_span
-from brain.patterns import detect_patterns, find_regions
+from brain.patterns import find_hits, find_regions, patterns_in
 from brain.taxonomy import detect_tags
 
 CODE_MAX_CHARS = HARD_MAX
@@ -79,6 +79,7 @@ class _Builder:
         self.source = source
         self.module = PurePosixPath(source).name
         self.chunks: list[Chunk] = []
+        self.hits = find_hits(tree)  # (pattern, line): a chunk carries the patterns implemented on its lines
         self._prefix = [0]
         for line in self.lines:
             self._prefix.append(self._prefix[-1] + len(line) + 1)
@@ -237,7 +238,7 @@ class _Builder:
         self.chunks.append(Chunk(
             text=text, source=self.source, start_line=start, end_line=end, section=section, kind="code",
             language="python", tags=detect_tags(section, text), title=self.module, context=context or section,
-            patterns=patterns if patterns is not None else detect_patterns(text), region=region,
+            patterns=patterns if patterns is not None else patterns_in(self.hits, start, end), region=region,
         ))
 
     def regions(self) -> None:

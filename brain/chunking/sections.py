@@ -57,19 +57,27 @@ def _span_size(lines: list[str], a: int, b: int) -> int:
 
 
 def pack_blocks(blocks: list[Block], lines: list[str]) -> list[tuple[int, int]]:
-    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS (what lies between the blocks,
-    such as an rst comment, counted), never cutting a block. A sentence that introduces the block after it
-    ("... as follows:") moves with that block when the two fit in HARD_MAX."""
+    """Group consecutive blocks into (start, end) line spans of at most MAX_CHARS, never cutting a block. The
+    blocks count, and so does any text lying between them that no block holds (an rst comment); blank lines do
+    not. A sentence that introduces the block after it ("... as follows:") moves with that block when the two fit
+    in HARD_MAX."""
+    def cost(group: list[Block], b: Block) -> int:  # what adding b to the group adds to its size
+        gap = range(group[-1].end + 1, b.start) if group else range(0)
+        return _span_size(lines, b.start, b.end) + sum(len(lines[j]) + 1 for j in gap if lines[j].strip())
+
     groups: list[list[Block]] = []
+    size = 0
     for b in blocks:
-        if groups and _span_size(lines, groups[-1][0].start, b.end) > MAX_CHARS:
+        if groups and size + cost(groups[-1], b) > MAX_CHARS:
             cur = groups[-1]
             lead_in = cur[-1] if len(cur) > 1 and cur[-1].kind == "prose" and b.kind != "prose" \
                 and lines[cur[-1].end].rstrip().endswith(":") \
                 and _span_size(lines, cur[-1].start, b.end) <= HARD_MAX else None
             groups.append([cur.pop()] if lead_in else [])
+            size = cost([], lead_in) if lead_in else 0
         if not groups:
             groups.append([])
+        size += cost(groups[-1], b)
         groups[-1].append(b)
     return [(g[0].start, g[-1].end) for g in groups if g]
 

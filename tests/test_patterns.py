@@ -1,0 +1,96 @@
+"""Kernel-code pattern detection from the AST: call targets, keywords and warp-index tests, not words."""
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from brain.chunking import chunk_file
+from brain.chunking.python import chunk_python
+from brain.config import PROJECT_ROOT
+from brain.patterns import PATTERNS, find_hits
+
+FOREIGN = Path("/work/shared/sample-corpora/kernel-code")
+
+
+def detected(src: str) -> set[str]:
+    return {name for name, _ in find_hits(ast.parse(textwrap.dedent(src)))}
+
+
+def test_every_pattern_has_a_description_and_a_rule():
+    assert {"register-realloc", "cluster-launch", "cluster-reduction", "predication", "pdl", "rasterization",
+            "online-softmax", "warp-reduction", "mbarrier-wait", "cp-async", "named-barrier", "clc-work-stealing",
+            "tma-gather"} <= set(PATTERNS)
+    for name, p in PATTERNS.items():
+        assert p.description and p.rule and "\n" not in p.rule, name
+
+
+@pytest.mark.parametrize("src, name", [
+    ("cute.copy(tma_atom_a, tAgA[None, k], tAsA[None, s], tma_bar_ptr=barrier, mcast_mask=mask)", "tma-load"),
+    ("cute.copy(tma_atom_c, tCsC[None, b], tCgC[None, t])", "tma-store"),
+    ("tmem.relinquish_alloc_permit()\ntmem.free(tmem_ptr)", "tmem-alloc"),
+    ("cute.copy(tiled_copy_s2t_sfa, tCsSFA_s2t, tCtSFA_s2t)", "s2t-copy"),
+    ("num_acc_stage, num_ab_stage, num_c_stage = self._compute_stages(tiled_mma, mma_tiler)", "pipeline-setup"),
+    ("work = tile_sched.get_current_work()", "tile-scheduler"),
+    ("tensormap_manager.update_tensormap((a, b), (atom_a, atom_b), ptrs, warp_id, smem_ptrs)", "tensormap"),
+    ("cute.arch.setmaxregister_decrease(self.load_register_requirement)", "register-realloc"),
+    ("self.kernel(a, b).launch(grid=grid, block=[128, 1, 1], cluster=(2, 1, 1), stream=stream)", "cluster-launch"),
+    ("pred[i] = cute.elem_less(coord[i], shape)", "predication"),
+    ("cute.arch.griddepcontrol_wait()", "pdl"),
+    ("params = utils.PersistentTileSchedulerParams(ctas, cluster, swizzle_size, raster_along_m)", "rasterization"),
+    ("p = cute.math.exp2((s - row_max) * scale_log2)", "online-softmax"),
+    ("v = cute.arch.shuffle_sync_bfly(v, offset=1)", "warp-reduction"),
+    ("cute.arch.mbarrier_wait(mbar_ptr, phase=0)", "mbarrier-wait"),
+    ("cute.arch.cp_async_wait_group(0)", "cp-async"),
+    ("self.epilog_sync_barrier.arrive_and_wait()", "named-barrier"),
+    ("clc_pipeline.consumer_wait(state)", "clc-work-stealing"),
+    ("lo = packed & 0xF", "fp4-decode"),
+    ("if warp_idx == self.tma_warp_id:\n    pass", "warp-dispatch"),
+])
+def test_each_rule_fires_on_the_api_call_that_defines_it(src, name):
+    assert name in detected(src)
+
+
+@pytest.mark.parametrize("src, name", [
+    ("def kernel(self, tile_sched_params, tensormap_cute_tensor):\n    return tile_sched_params", "tile-scheduler"),
+    ("def kernel(self, tensormap_cute_tensor):\n    return tensormap_cute_tensor", "tensormap"),
+    ("a_dtype = cutlass.Float4E2M1FN\nb = recast(x, cutlass.Float4E2M1FN)", "fp4-decode"),
+    ("for i in cutlass.range_constexpr(4):\n    x = const_expr(y)", "control-flow"),
+    ("y = cute.math.exp2(x * log2_e)", "online-softmax"),  # a sigmoid is not a softmax
+    ("packed = (c1 >> 4) | (c2 << 4)", "fp4-decode"),  # packing is not decoding
+    ("gemm(a, b, use_tma_gather=True)", "tma-gather"),  # a flag passed on is not the gather
+])
+def test_names_and_arguments_alone_are_not_a_pattern(src, name):
+    assert name not in detected(src)
+
+
+def test_chunks_carry_the_patterns_hit_on_their_own_lines():
+    body = "\n".join(f"    x_{i} = compute_something_long(argument_{i}, other_argument_{i})  # step {i}"
+                     for i in range(40))
+    src = (f"def kernel(a):\n    cute.arch.setmaxregister_increase(232)\n{body}\n"
+           f"    cute.arch.griddepcontrol_launch_dependents()\n")
+    chunks = chunk_python(src, "k.py")
+    assert len(chunks) > 1
+    assert "register-realloc" in chunks[0].patterns and "pdl" not in chunks[0].patterns
+    assert "pdl" in chunks[-1].patterns and "register-realloc" not in chunks[-1].patterns
+
+
+def test_shipped_kernels_are_tagged_by_their_api_calls():
+    path = PROJECT_ROOT / "kernels" / "sm100" / "blockscaled_gemm.py"
+    tagged = {p for c in chunk_file(path, path.name) if not c.region for p in c.patterns}
+    assert {"tma-load", "tmem-alloc", "s2t-copy", "mma-mainloop", "warp-dispatch", "pipeline-setup"} <= tagged
+    assert "control-flow" not in tagged  # marker-only now
+
+
+@pytest.mark.skipif(not FOREIGN.is_dir(), reason="sample corpora not present on this machine")
+def test_bench_precision_and_recall_on_the_labelled_foreign_files():
+    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "bench" / "pattern_bench.py"), "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    report = json.loads(out)
+    for split in ("tuning", "reporting"):
+        micro = report[split]["(micro)"]
+        assert micro["precision"] >= 0.9 and micro["recall"] >= 0.9, (split, micro)
+    assert report["chunks"]["max"] <= 2000
