@@ -34,6 +34,11 @@ def register(sub) -> None:
 
 
 def _brain(settings: Settings):
+    """A Brain over an index that exists (a read never creates an empty one)."""
+    from brain import commands
+    opener = getattr(commands, "open_index", None)
+    if opener:
+        return opener(settings)
     from brain.service import Brain
     return Brain(settings)
 

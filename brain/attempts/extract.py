@@ -24,6 +24,7 @@ from pathlib import PurePosixPath
 from brain.taxonomy import detect_tags
 from brain.textfix import repair_mojibake
 
+EXTRACTOR_VERSION = 2  # bump when a rule changes: every worklog is re-extracted at the next sync
 PROBLEMS = ("gemv", "gemm", "dual_gemm", "group_gemm", "none")
 VERDICTS = ("improved", "regressed", "neutral", "failed", "proposed", "inconclusive")
 NOT_TECHNIQUES = {"sm90", "sm100", "nvfp4", "gemv", "dual-gemm", "group-gemm"}  # context, not a technique

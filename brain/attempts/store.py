@@ -11,6 +11,7 @@ Search annotations need only each record's lines and relations: sync writes them
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -19,14 +20,19 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from brain.attempts.extract import SUFFIXES, extract
+from brain.attempts.extract import EXTRACTOR_VERSION, SUFFIXES, extract
 from brain.attempts.relations import conflicts, supersession
+from brain import Unavailable
 from brain.chunking import UnsupportedFile, read_text
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex
 from brain.store import Store, _atomic_write
 
 _PAGE = 2000
+
+
+def _marker(file_key: str) -> str:
+    return "file:" + hashlib.sha1(file_key.encode()).hexdigest()[:16]
 
 
 def record_text(r: dict, excerpt: str) -> str:
@@ -59,6 +65,7 @@ class AttemptStore:
         self.embedder = embedder
         self._loaded: Loaded | None = None
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
 
     @property
     def collection(self):
@@ -80,15 +87,37 @@ class AttemptStore:
                 return ids, metas
             offset += _PAGE
 
-    def sync(self) -> dict:
-        """Bring the records in line with the manifest; returns {"files", "added", "removed"}."""
-        m = self.store.load_manifest()
-        wanted = {k: e["hash"] for k, e in m.files.items() if PurePosixPath(k).suffix.lower() in SUFFIXES}
+    @staticmethod
+    def _wanted(m) -> dict[str, str]:
+        """file key -> the hash its records must carry: the file's content hash and the extractor's version."""
+        return {k: f"{e['hash']}:{EXTRACTOR_VERSION}" for k, e in m.files.items()
+                if PurePosixPath(k).suffix.lower() in SUFFIXES}
+
+    def sync(self, wait: float | None = None) -> dict:
+        """Bring the records in line with the manifest, under the index's write lease (one writer at a time);
+        returns {"files", "added", "removed"}. Nothing to do when attempts.json already describes this
+        manifest generation and extractor version."""
+        with self._sync_lock, self.store.lease(wait=wait):
+            m = self.store.load_manifest()
+            if self._synced() == (m.generation, EXTRACTOR_VERSION):
+                return {"files": 0, "added": 0, "removed": 0}
+            return self._sync(m)
+
+    def _synced(self) -> tuple | None:
+        try:
+            raw = json.loads(self.relations_path.read_text())
+            return raw["generation"], raw["extractor"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _sync(self, m) -> dict:
+        wanted = self._wanted(m)
         ids, metas = self._stored()
         held = {meta["file"]: meta["hash"] for meta in metas}
         todo = [k for k in wanted if held.get(k) != wanted[k]]
         stale = {i for i, meta in zip(ids, metas) if meta["file"] not in wanted or held[meta["file"]] != wanted[meta["file"]]}
-        new: list[tuple[dict, str, str, str]] = []  # (record, text, file key, hash)
+        new: list[tuple] = []  # (record, text for ranking, file key, hash, the cited lines)
+        done: list[str] = []  # files read: each gets a marker row, so a file without records is not re-read
         for key in todo:
             corpus, source = key.split(":", 1)
             spec = m.corpora.get(corpus, {})
@@ -102,26 +131,36 @@ class AttemptStore:
                 text = None
             if text is None:
                 continue
+            done.append(key)
             lines = text.splitlines()
             for rec in extract(text, source, corpus):
                 d = rec.as_dict()
                 excerpt = "\n".join(lines[rec.start_line - 1:rec.end_line])
-                new.append((d, record_text(d, excerpt), key, wanted[key]))
+                new.append((d, record_text(d, excerpt), key, wanted[key], excerpt))
         col = self.collection
         if new:
-            vectors = self.embedder.encode([t for _, t, _, _ in new])
+            vectors = self.embedder.encode([t for _, t, *_ in new])
             for i in range(0, len(new), _PAGE):
                 part = new[i:i + _PAGE]
                 col.upsert(ids=[d["id"] for d, *_ in part], embeddings=vectors[i:i + _PAGE],
-                           documents=[t for _, t, _, _ in part],
-                           metadatas=[{"record": json.dumps(d), "file": k, "hash": h} for d, _, k, h in part])
-        gone = sorted(stale - {d["id"] for d, *_ in new})
+                           documents=[t for _, t, *_ in part],
+                           metadatas=[{"record": json.dumps(d), "file": k, "hash": h, "excerpt": x}
+                                      for d, _, k, h, x in part])
+        if done:
+            unit = np.zeros(self.embedder.dim, dtype=np.float32)
+            unit[0] = 1.0
+            for i in range(0, len(done), _PAGE):
+                part = done[i:i + _PAGE]
+                col.upsert(ids=[_marker(k) for k in part], embeddings=[unit] * len(part), documents=part,
+                           metadatas=[{"file": k, "hash": wanted[k], "marker": True} for k in part])
+        gone = sorted(stale - {d["id"] for d, *_ in new} - {_marker(k) for k in done})
         for i in range(0, len(gone), _PAGE):
             col.delete(ids=gone[i:i + _PAGE])
-        if new or gone or not self.relations_path.exists():
+        if new or gone or self._synced() != (m.generation, EXTRACTOR_VERSION):
             self._loaded = None
             loaded = self.load(check=False)
-            _atomic_write(self.relations_path, json.dumps({"records": [
+            _atomic_write(self.relations_path, json.dumps({"generation": m.generation, "extractor": EXTRACTOR_VERSION,
+                                                           "records": [
                 {k: r[k] for k in ("id", "corpus", "source", "start_line", "end_line", "superseded_by",
                                    "conflicts_with")} for r in loaded.records]}))
             loaded.key = self._key()  # the file just written is part of this state
@@ -129,8 +168,7 @@ class AttemptStore:
 
     def behind(self) -> bool:
         """Do the stored records lag the manifest (a write path that did not sync, an older index)?"""
-        m = self.store.load_manifest()
-        wanted = {k: e["hash"] for k, e in m.files.items() if PurePosixPath(k).suffix.lower() in SUFFIXES}
+        wanted = self._wanted(self.store.load_manifest())
         _, metas = self._stored()
         held = {meta["file"]: meta["hash"] for meta in metas}
         return held != wanted
@@ -150,7 +188,10 @@ class AttemptStore:
         if loaded is not None and loaded.key == key:
             return loaded
         if check and self.behind():
-            self.sync()
+            try:
+                self.sync(wait=2.0)  # a reader catches the records up, unless a writer holds the lease
+            except Unavailable:
+                pass
             return self.load(check=False)
         with self._lock:
             if self._loaded is not None and self._loaded.key == key:
@@ -161,12 +202,12 @@ class AttemptStore:
             while True:
                 page = col.get(include=["metadatas", "documents", "embeddings"], limit=_PAGE, offset=offset)
                 for meta, doc, vec in zip(page["metadatas"], page["documents"], page["embeddings"]):
-                    if meta["file"] in live:
+                    if meta["file"] in live and not meta.get("marker"):
                         r = json.loads(meta["record"])
                         records.append(r)
                         texts.append(doc)
                         vecs.append(np.asarray(vec, dtype=np.float32))
-                        passages[r["id"]] = doc
+                        passages[r["id"]] = meta.get("excerpt", "")  # the cited lines (relations read them)
                 if len(page["ids"]) < _PAGE:
                     break
                 offset += _PAGE
