@@ -1,7 +1,8 @@
 """The brain as MCP tools for coding agents (official `mcp` SDK, 2.x): stdio (`brain mcp`) and /mcp over HTTP.
 
-Four tools, each answering plain text capped by its `max_tokens` argument (tokens counted as in
-brain.context): search lessons, look up a pitfall from an error, snippets for a pattern, read a passage.
+Tools answering plain text capped by their `max_tokens` argument (tokens counted as in brain.context): search
+lessons, look up a pitfall from an error, snippets for a pattern, read a passage, find attempt records; and
+record_attempt, which writes one (the server's API key required, as for HTTP writes).
 """
 from __future__ import annotations
 
@@ -78,6 +79,42 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         b = get_brain()
         payload = await call(lambda: b.snippets(pattern, query, k))
         return packed(payload, max_tokens, f"Snippets for pattern {pattern}")
+
+    @mcp.tool()
+    async def find_attempts(query: Annotated[str | None, Field(max_length=2000)] = None,
+                            technique: Tag = None,
+                            verdict: Annotated[str | None, Field(max_length=32, description=(
+                                "improved, regressed, neutral, failed, proposed, inconclusive"))] = None,
+                            problem: Annotated[str | None, Field(max_length=32, description=(
+                                "gemv, gemm, dual_gemm, group_gemm, none"))] = None,
+                            include_superseded: bool = False, k: Annotated[int, Field(ge=1, le=50)] = 5,
+                            max_tokens: Budget = 1500) -> str:
+        """Attempt records from the worklogs: what was tried (or only proposed), the verdict, before -> after
+        figures, the lesson, and which records supersede or contradict it. Use before repeating an experiment."""
+        from brain.attempts.commands import format_record
+        b = get_brain()
+        payload = await call(lambda: b.attempts.find(query, technique, verdict, problem, include_superseded, k))
+        text = "\n\n".join(format_record(r, n) for n, r in enumerate(payload["results"], 1)) or "no attempt records match"
+        return truncate_lines(text, max_tokens) or text[: max_tokens * 2]
+
+    @mcp.tool()
+    async def record_attempt(record: Annotated[dict, Field(description=(
+                                 "title, verdict (improved|regressed|neutral|failed|proposed|inconclusive) required; "
+                                 "problem, techniques [tags], hypothesis, change, figures [{label, before, after, "
+                                 "unit}], lesson, supersedes (an id)"))],
+                             api_key: Annotated[str, Field(max_length=512, description="the server's BRAIN_API_KEY")],
+                             max_tokens: Budget = 200) -> str:
+        """Write an attempt record (what you tried and what it measured) into the brain's records worklog, so the
+        next engineer or agent finds it. Answers with its id and citation."""
+        import hmac
+        import json
+        b = get_brain()
+        if not b.settings.api_key:
+            raise ToolError("writes are disabled: start the server with BRAIN_API_KEY set")
+        if not hmac.compare_digest(api_key.encode(), b.settings.api_key.encode()):
+            raise ToolError("wrong API key")
+        answer = json.dumps(await call(lambda: b.attempts.record(record)))
+        return truncate_lines(answer, max_tokens) or answer
 
     @mcp.tool()
     async def read_passage(path: Annotated[str, Field(min_length=1, max_length=512, description=(

@@ -68,12 +68,51 @@ function renderHit(r) {
   meta.appendChild(el("span", "badge kind", r.kind));
   for (const t of r.tags) meta.appendChild(el("span", "badge tag", t));
   for (const p of r.patterns) meta.appendChild(el("span", "badge pattern", p));
+  if (r.superseded_by) meta.appendChild(el("span", "badge superseded", "superseded by a later attempt"));
+  if (r.conflicts_with && r.conflicts_with.length) {
+    meta.appendChild(el("span", "badge conflict", `${r.conflicts_with.length} disagreeing record${r.conflicts_with.length === 1 ? "" : "s"}`));
+  }
   const a = el("a", "cite", `${r.corpus}/${r.source}:${r.start_line}-${r.end_line}`);
   a.href = passageHref(r);
   meta.appendChild(a);
   art.appendChild(meta);
   art.appendChild(codeBlock(r.text, HL.language(r.source, r.language), r.start_line));
   return art;
+}
+
+function renderAttempt(r) {
+  // one attempt record as a card: verdict, title, problem and techniques, before -> after, citation link
+  const card = el("article", `attempt ${r.verdict}`);
+  const head = el("div", "meta");
+  head.appendChild(el("span", `badge verdict ${r.verdict}`, r.verdict));
+  head.appendChild(el("span", "section", r.title));
+  if (r.problem !== "none") head.appendChild(el("span", "badge kind", r.problem));
+  for (const t of r.techniques) head.appendChild(el("span", "badge tag", t));
+  if (r.status === "superseded") head.appendChild(el("span", "badge superseded", "superseded"));
+  if (r.conflicts_with.length) head.appendChild(el("span", "badge conflict", `${r.conflicts_with.length} disagree`));
+  const a = el("a", "cite", `${r.corpus}/${r.source}:${r.start_line}-${r.end_line}`);
+  a.href = passageHref(r);
+  head.appendChild(a);
+  card.appendChild(head);
+  for (const f of r.figures.slice(0, 4)) {
+    card.appendChild(el("div", "figure", `${f.label ? f.label + ": " : ""}${f.before} → ${f.after} ${f.unit}`));
+  }
+  for (const key of ["hypothesis", "change", "lesson"]) {
+    if (r[key]) card.appendChild(el("div", "field", `${key}: ${r[key]}`));
+  }
+  return card;
+}
+
+async function showAttempts(q) {
+  $("attempts").replaceChildren();
+  try {
+    const data = await getJSON(`/attempts?${new URLSearchParams({q, k: 3})}`);
+    if (!data.results.length) return;
+    $("attempts").appendChild(el("h2", "attempts-title", "Attempt records"));
+    for (const r of data.results) $("attempts").appendChild(renderAttempt(r));
+  } catch (e) {
+    /* records are extra: a failure here must not hide the search results */
+  }
 }
 
 async function runSearch() {
@@ -88,6 +127,7 @@ async function runSearch() {
     setStatus(`${data.results.length} result${data.results.length === 1 ? "" : "s"} in ${data.took_ms} ms`);
     if (!data.results.length) $("results").appendChild(el("p", "empty", "Nothing matched: try other words or fewer filters."));
     for (const r of data.results) $("results").appendChild(renderHit(r));
+    showAttempts(params.get("q"));
   } catch (e) {
     setStatus(e.message, true);
   }
