@@ -89,6 +89,9 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_patterns)
 
+    from brain.attempts.commands import register as register_attempts
+    register_attempts(sub)  # attempts, conflicts, record (issue 15)
+
 
 def specs_from(args, store: Store) -> list[CorpusSpec]:
     if not args.paths:
@@ -117,6 +120,7 @@ def cmd_ingest(args, settings: Settings) -> int:
         brain.store.reset()
     if args.remove:
         summary = brain.ingester.remove_corpus(args.remove)
+        brain.attempts.sync()
     else:
         summary = brain.ingest(specs_from(args, brain.store), progress=sys.stderr.isatty() and not args.json)
     if args.json:

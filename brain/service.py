@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from brain import BrainError, NotFound
+from brain.attempts import Attempts
 from brain.chunking import SUPPORTED_SUFFIXES, UnsupportedFile, chunk_text
 from brain.config import CorpusSpec, Settings, default_corpora
 from brain.embed import Embedder
@@ -46,13 +47,16 @@ class Brain:
         self.searcher = Searcher(self.settings, self.store, self.embedder)
         self.ingester = Ingester(self.settings, self.store, self.embedder)
         self.write_lock = threading.Lock()
+        self.attempts = Attempts(self)  # attempt records (brain/attempts): synced after every write
 
     # ---- reads --------------------------------------------------------------------------------
     def search(self, query: str, k: int = 5, filters: Filters | None = None, mode: str = "hybrid",
                expand: bool = False) -> dict:
         t0 = time.perf_counter()
         hits = self.searcher.search(query, k, filters, mode, expand=expand)
-        return search_payload(query, hits, (time.perf_counter() - t0) * 1000)
+        payload = search_payload(query, hits, (time.perf_counter() - t0) * 1000)
+        payload["results"] = self.attempts.annotate(payload["results"])  # superseded_by, conflicts_with
+        return payload
 
     def pitfall(self, error_text: str, k: int = 3, filters: Filters | None = None) -> dict:
         t0 = time.perf_counter()
@@ -147,7 +151,9 @@ class Brain:
     # ---- writes -------------------------------------------------------------------------------
     def ingest(self, specs: list[CorpusSpec] | None = None, progress: bool = False) -> Summary:
         with self.write_lock:
-            return self.ingester.run(specs or self.known_corpora(), progress=progress)
+            summary = self.ingester.run(specs or self.known_corpora(), progress=progress)
+        self.attempts.sync()  # re-extract attempt records of changed files, drop those of removed ones
+        return summary
 
     def known_corpora(self) -> list[CorpusSpec]:
         """The default corpora plus every corpus ingested before (re-scanned by POST /ingest)."""
@@ -189,7 +195,9 @@ class Brain:
             if known and Path(known["root"]).resolve() != folder.resolve():
                 raise BrainError(f"corpus '{corpus}' is a folder on disk ({known['root']}), not an upload corpus")
             _atomic_write(folder / name, text)
-            return self.ingester.run([CorpusSpec(corpus, folder)])
+            summary = self.ingester.run([CorpusSpec(corpus, folder)])
+        self.attempts.sync()
+        return summary
 
     def delete_document(self, path: str) -> Summary:
         """Remove an uploaded document (`corpus/file`) and its chunks."""
@@ -203,4 +211,6 @@ class Brain:
             if Path(m.corpora[corpus]["root"]).resolve() != folder.resolve():
                 raise BrainError(f"'{path}' belongs to a corpus on disk; only uploaded documents can be deleted")
             (folder / name).unlink(missing_ok=True)
-            return self.ingester.run([CorpusSpec(corpus, folder)])
+            summary = self.ingester.run([CorpusSpec(corpus, folder)])
+        self.attempts.sync()
+        return summary
