@@ -30,9 +30,13 @@ C_DTYPE = cutlass.Float16
 SF_VEC_SIZE = 16
 VALUES_PER_LANE = 32  # one 128-bit load of e2m1 values = two 16-value scale blocks
 WARPS_PER_CTA = 4
-# Rows per warp: 4 independent 128-bit loads in flight per lane hide DRAM latency without shared
-# memory (occupancy is limited only by registers), and b's decode is amortized over 4 rows.
+# Rows per warp x warp steps per loop iteration: every 128-bit load of A for 4 rows x 2 steps is
+# issued before the first one is used, so 8 loads (4 KB per warp) are in flight per lane. B200's
+# ~8 TB/s at ~1 us of DRAM latency needs ~54 KB in flight per SM; M = 7168 gives 448 CTAs of 4
+# warps (3 per SM): 48 KB. More rows per warp would not add bytes in flight there (fewer CTAs),
+# more steps would (K % 2048 == 0 keeps whole pairs; an odd step count ends with one single step).
 ROWS_PER_WARP = 4
+STEPS_PER_ITER = 2
 ROWS_PER_CTA = WARPS_PER_CTA * ROWS_PER_WARP
 
 
@@ -80,12 +84,7 @@ class NvFp4GemvSm100:
         b_chunks = cute.zipped_divide(mB[(0, None, batch)], (VALUES_PER_LANE,))
         sfb_chunks = cute.zipped_divide(mSFB[(0, None, batch)], (VALUES_PER_LANE // SF_VEC_SIZE,))
 
-        rA = cute.make_rmem_tensor((VALUES_PER_LANE,), AB_DTYPE)
-        rB = cute.make_rmem_tensor((VALUES_PER_LANE,), AB_DTYPE)
-        rSFA = cute.make_rmem_tensor((2,), SF_DTYPE)
-        rSFB = cute.make_rmem_tensor((2,), SF_DTYPE)
         loads = (load_a, load_b, load_sf)
-        regs = (rA, rB, rSFA, rSFB)
 
         # pattern: control-flow
         # Accumulators exist before the runtime K loop (a variable first assigned inside runtime
@@ -95,13 +94,18 @@ class NvFp4GemvSm100:
         # Full steps cover 1024 K values per warp with every lane busy; K % 64 == 0 leaves a tail
         # of fewer than 32 chunks, done once by the first lanes (no per-step lane test).
         num_steps = k // (32 * VALUES_PER_LANE)
+        num_iters = num_steps // STEPS_PER_ITER
         tail_chunks = (k // VALUES_PER_LANE) - num_steps * 32
-        for step in cutlass.range(num_steps, unroll=1):
-            self._accumulate_chunk(step * 32 + lane, first_row, batch, m, mA, mSFA, b_chunks, sfb_chunks,
-                                   loads, regs, acc)
+        for it in cutlass.range(num_iters, unroll=1):
+            base = it * (32 * STEPS_PER_ITER) + lane
+            self._accumulate_chunks(tuple(base + 32 * j for j in range(STEPS_PER_ITER)), first_row, batch, m, mA,
+                                    mSFA, b_chunks, sfb_chunks, loads, acc)
+        if num_steps % STEPS_PER_ITER == 1:
+            self._accumulate_chunks(((num_steps - 1) * 32 + lane,), first_row, batch, m, mA, mSFA, b_chunks,
+                                    sfb_chunks, loads, acc)
         if lane < tail_chunks:
-            self._accumulate_chunk(num_steps * 32 + lane, first_row, batch, m, mA, mSFA, b_chunks, sfb_chunks,
-                                   loads, regs, acc)
+            self._accumulate_chunks((num_steps * 32 + lane,), first_row, batch, m, mA, mSFA, b_chunks, sfb_chunks,
+                                    loads, acc)
         # end pattern
 
         # pattern: epilogue
@@ -115,31 +119,42 @@ class NvFp4GemvSm100:
         # end pattern
 
     @cute.jit
-    def _accumulate_chunk(self, chunk, first_row, batch, m, mA: cute.Tensor, mSFA: cute.Tensor,
-                          b_chunks: cute.Tensor, sfb_chunks: cute.Tensor, loads, regs, acc: cute.Tensor):
-        """acc[r] += sum over one 32-value chunk of row first_row + r (scaled), for every r."""
+    def _accumulate_chunks(self, chunks, first_row, batch, m, mA: cute.Tensor, mSFA: cute.Tensor,
+                           b_chunks: cute.Tensor, sfb_chunks: cute.Tensor, loads, acc: cute.Tensor):
+        """acc[r] += sum over the 32-value chunks `chunks` (a static-length tuple of chunk indices) of
+        row first_row + r (scaled), for every r. Every load is issued before the first multiply, each
+        into a register tensor of its own, so all of them are in flight together."""
         load_a, load_b, load_sf = loads
-        rA, rB, rSFA, rSFB = regs
+        n = len(chunks)
         # pattern: fp4-decode
-        cute.copy(load_b, b_chunks[(None, chunk)], rB)
-        cute.copy(load_sf, sfb_chunks[(None, chunk)], rSFB)
-        # e2m1 -> f16x2 hardware convert (F2FP) and fp32 math; the scales apply per 16 values.
-        b_vals = rB.load().to(cutlass.Float32)
-        sfb_vals = rSFB.load().to(cutlass.Float32)
+        rB, rSFB, rA, rSFA = [], [], [], []
+        for j in cutlass.range_constexpr(n):
+            rB.append(cute.make_rmem_tensor((VALUES_PER_LANE,), AB_DTYPE))
+            rSFB.append(cute.make_rmem_tensor((2,), SF_DTYPE))
+            cute.copy(load_b, b_chunks[(None, chunks[j])], rB[j])
+            cute.copy(load_sf, sfb_chunks[(None, chunks[j])], rSFB[j])
         for r in cutlass.range_constexpr(ROWS_PER_WARP):
             # Rows past M are clamped for loading (valid address, result never stored) instead of
             # branching around the loads.
             row = cutlass.min(first_row + r, m - 1)
             a_chunks = cute.zipped_divide(mA[(row, None, batch)], (VALUES_PER_LANE,))
             sfa_chunks = cute.zipped_divide(mSFA[(row, None, batch)], (VALUES_PER_LANE // SF_VEC_SIZE,))
-            cute.copy(load_a, a_chunks[(None, chunk)], rA)
-            cute.copy(load_sf, sfa_chunks[(None, chunk)], rSFA)
-            prod = rA.load().to(cutlass.Float32) * b_vals
-            sfa_vals = rSFA.load().to(cutlass.Float32)
-            lo = cutlass.Float32(0.0)
-            hi = cutlass.Float32(0.0)
-            for i in cutlass.range_constexpr(SF_VEC_SIZE):
-                lo = lo + prod[i]
-                hi = hi + prod[SF_VEC_SIZE + i]
-            acc[r] = acc[r] + lo * (sfa_vals[0] * sfb_vals[0]) + hi * (sfa_vals[1] * sfb_vals[1])
+            for j in cutlass.range_constexpr(n):
+                rA.append(cute.make_rmem_tensor((VALUES_PER_LANE,), AB_DTYPE))
+                rSFA.append(cute.make_rmem_tensor((2,), SF_DTYPE))
+                cute.copy(load_a, a_chunks[(None, chunks[j])], rA[r * n + j])
+                cute.copy(load_sf, sfa_chunks[(None, chunks[j])], rSFA[r * n + j])
+        # e2m1 -> f16x2 hardware convert (F2FP) and fp32 math; the scales apply per 16 values.
+        for j in cutlass.range_constexpr(n):
+            b_vals = rB[j].load().to(cutlass.Float32)
+            sfb_vals = rSFB[j].load().to(cutlass.Float32)
+            for r in cutlass.range_constexpr(ROWS_PER_WARP):
+                prod = rA[r * n + j].load().to(cutlass.Float32) * b_vals
+                sfa_vals = rSFA[r * n + j].load().to(cutlass.Float32)
+                lo = cutlass.Float32(0.0)
+                hi = cutlass.Float32(0.0)
+                for i in cutlass.range_constexpr(SF_VEC_SIZE):
+                    lo = lo + prod[i]
+                    hi = hi + prod[SF_VEC_SIZE + i]
+                acc[r] = acc[r] + lo * (sfa_vals[0] * sfb_vals[0]) + hi * (sfa_vals[1] * sfb_vals[1])
         # end pattern

@@ -1,7 +1,8 @@
 """sm100 backend for group_gemm: G independent gemms (L = 1) in one persistent launch.
 
-Per-group TMA descriptors (A, B, SFA, SFB, C) are built once on the host and passed as kernel
-parameters, so no CTA initializes, updates or fences a tensormap; the tile scheduler walks the
+Per-group TMA descriptors (A, B, SFA, SFB, C) are built on the host and passed as kernel
+parameters, so no CTA initializes, updates or fences a tensormap; they are encoded once per input set,
+when its launch is captured as a CUDA graph (cute_host.launcher), not on every call; the tile scheduler walks the
 tiles of all groups back to back (each group has its own M, N and K). M need not be a multiple
 of 128: the TMA zero-fills rows past a group's M on load and drops them on store. The kernel is
 compiled once per group count G (G sets how many descriptors the kernel takes).
