@@ -263,7 +263,7 @@ def main() -> int:
               f"%SOL = limit / time; (a) decode + cuBLAS per call; (b) cuBLAS on pre-decoded bf16;\n"
               f"us = kernels.bench.time_calls (host overhead included); gpu us = kernel alone (host hidden "
               f"behind a GPU spin; a trivial kernel measures {floor:.2f} under it), x lim = gpu us / limit; host us = host "
-              f"time per call; tiling = what host picked\n"
+              f"time per call (median of 7 batches of 50 calls on one input); tiling = what host picked\n"
               f"(gemm family: x_tile, weight blocks per consumer, split-K; gemv: rows per warp x unroll)", flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -285,10 +285,6 @@ class LaunchCache:
         self.prepared += 1
         return launch
 
-    def clear(self) -> None:
-        self.entries.clear()
-        self._refs.clear()
-
 
 _EXECUTORS: Dict[tuple, Any] = {}
 

@@ -205,9 +205,10 @@ class BlockScaledGemmSm100:
         # with tile_n in {128, 256} it equals the main one, so one tiled MMA serves both.
 
         # pattern: tensormap
-        # Per-group TMA descriptors are built here, on the host, once per launch and passed as
-        # __grid_constant__ kernel parameters: no CTA ever writes or fences a tensormap (the
-        # worklog's group gemm spent ~15 descriptor operations per CTA before any math).
+        # Per-group TMA descriptors are built here, on the host, and passed as __grid_constant__
+        # kernel parameters: no CTA ever writes or fences a tensormap (the worklog's group gemm
+        # spent ~15 descriptor operations per CTA before any math). This host code runs once per
+        # input set: cute_host.launcher captures the launch in a CUDA graph that keeps them.
         tma_a, tma_b, tma_sfa, tma_sfb, tma_c = [], [], [], [], []
         m_a, m_b, m_sfa, m_sfb, m_c = [], [], [], [], []
         for g in cutlass.range_constexpr(self.num_groups):
