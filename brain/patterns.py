@@ -25,73 +25,99 @@ class Pattern:
 
 
 PATTERNS: dict[str, Pattern] = {
-    "pipeline-setup": Pattern("creating producer/consumer pipelines, their barriers and stage counts",
-                              "calls Pipeline*.create, CooperativeGroup, pipeline_init_arrive/wait, make_and_init_*pipeline; "
-                              "calls or defines *compute_stages*"),
-    "tma-load": Pattern("TMA bulk tensor loads global -> shared memory",
-                        "cute.copy with tma_bar_ptr= or mcast_mask=; CopyBulkTensorTileG2S*Op, make_tiled_tma_atom_A/B, "
-                        "prefetch_descriptor, create_tma_multicast_mask, tma_partition of an operand atom"),
-    "tma-store": Pattern("TMA stores shared -> global memory",
-                         "CopyBulkTensorTileS2G*Op; cute.copy of a TMA atom without tma_bar_ptr=; tma_partition of the "
-                         "C/D/epilogue atom; tma_store_fence"),
-    "s2t-copy": Pattern("copying scale factors shared memory -> tensor memory (tcgen05.cp, UTCCP)",
-                        "make_s2t_copy, get_s2t_smem_desc_tensor, tcgen05 Cp*Op, cute.copy of an *s2t* tiled copy"),
-    "tmem-alloc": Pattern("allocating and releasing tensor memory columns",
-                          "TmemAllocator, alloc_tmem/dealloc_tmem, relinquish_tmem_alloc_permit, retrieve_tmem_ptr, "
-                          "*_tmem_alloc_cols; allocate/wait_for_alloc/retrieve_ptr/relinquish_alloc_permit/free on a tmem object"),
-    "mma-mainloop": Pattern("the K loop issuing tensor-core MMAs (tcgen05 / wgmma / mma.sync)",
-                            "cute.gemm(...) calls; warpgroup commit_group/wait_group"),
-    "epilogue": Pattern("reading accumulators (tensor memory or registers), converting and storing C",
-                        "make_tmem_copy of an Ld op, get_tmem_load_op, get_smem_store_op, make_tiled_copy_C/D, StMatrix ops; "
-                        "calls or definitions named epi_* / epilog*"),
-    "warp-dispatch": Pattern("giving warps roles (TMA producer, MMA issuer, epilogue) by warp index",
-                             "an if/elif whose test compares a warp or warp-group index (warp_idx, warp_group_idx, warp_idx())"),
-    "tile-scheduler": Pattern("persistent tile scheduling across CTAs",
-                              "*TileScheduler* / *tile_scheduler* calls, initial_work_tile_info, get_current_work, "
-                              "advance_to_next_work, fetch_next_work, get_grid_shape"),
-    "tensormap": Pattern("TMA descriptors (tensormaps) created or updated in memory, per group",
-                         "TensorMapManager, init_tensormap_from_atom, update_tensormap, fence_tensormap_*, "
-                         "get_tensormap_ptr, cute.copy with tma_desc_ptr=; definitions named *tensormap*"),
-    "scale-factor-layout": Pattern("block-scale factor layouts: permuted 32x4x4 atoms, smem/tmem SF layouts",
-                                   "layout calls whose name holds an SF token (sf, sfa, sfb, SF, scale_factor) and layout/shape/atom/"
-                                   "fragment; definitions with an SF token and tensor/cvt too; the 'blocked' scale layout"),
-    "fp4-decode": Pattern("decoding packed narrow values (e2m1/int4 nibbles, e4m3/e8m0/int8 bytes) to wider types",
-                          "cvt PTX of a narrow type in inline asm; & 0xF nibble masks; calls or definitions named decode*/"
-                          "dequant*/unpack_int*/<narrow type>..._to_<wide type>, narrow-type LUT builders"),
-    "smem-layout": Pattern("shared-memory layouts, swizzles and stage buffers",
-                           "make_smem_layout*, *smem_layout_atom, make_swizzle, make_composed_layout, SmemAllocator, "
-                           "allocate_tensor, get_tensor(swizzle=), @cute.struct storage, sX_layout = make_layout(...)"),
-    "register-realloc": Pattern("moving registers between warpgroups (setmaxnreg)",
-                                "setmaxregister_increase/decrease, setmaxnreg, warpgroup_reg_alloc/dealloc, setmaxnreg PTX"),
-    "cluster-launch": Pattern("launching on thread-block clusters: the cluster shape, its layout, active clusters",
-                              ".launch(cluster=...), get_max_active_clusters, make_layout of a cluster shape"),
-    "cluster-reduction": Pattern("combining partial results across the CTAs of a cluster through distributed shared memory",
-                                 "PTX on shared::cluster (mapa, st.async) in inline asm; map_dsmem*, *shared_remote* calls"),
-    "predication": Pattern("masking out-of-bounds elements with predicates",
-                           "cute.elem_less; any call with a pred= keyword"),
-    "pdl": Pattern("programmatic dependent launch: overlapping a kernel with the one before it",
-                   "griddepcontrol_wait / griddepcontrol_launch_dependents; use_pdl= at launch; griddepcontrol PTX"),
-    "rasterization": Pattern("ordering CTAs / tiles for L2 reuse (raster order, swizzle size)",
-                             "a raster or swizzle-size argument passed to a scheduler or grid call; an if on a raster setting"),
-    "online-softmax": Pattern("softmax over K blocks with a running row max and sum, rescaling the output (flash attention)",
-                              "exp/exp2 of a difference with a max; code carrying the running row_max / row_sum / "
-                              "correction factor"),
-    "warp-reduction": Pattern("reductions across the lanes of a warp or quad with shuffles",
-                              "shuffle_sync*, warp_reduction*, redux_sync, calls of a *warp_reduce* helper, shfl PTX"),
-    "mbarrier-wait": Pattern("direct mbarrier synchronization: init, expected transaction bytes, phase waits",
-                             "cute.arch.mbarrier_* calls (init, arrive, expect_tx, wait, try_wait); mbarrier PTX"),
-    "cp-async": Pattern("Ampere-style asynchronous global -> shared copies (cp.async) and their commit/wait groups",
-                        "cpasync.CopyG2SOp, cp_async_commit_group, cp_async_wait_group, cp.async PTX"),
-    "named-barrier": Pattern("named hardware barriers syncing a group of warps, and ordered (ping-pong) hand-offs",
-                             "pipeline.NamedBarrier, PipelineOrder, arrive/wait/sync on a *barrier / *_bar object, "
-                             "barrier(barrier_id=...), sync(barrier_id=...)"),
-    "clc-work-stealing": Pattern("cluster launch control: persistent CTAs that steal the next tile from the hardware",
-                                 "PipelineClcFetchAsync, ClcDynamic* scheduler calls, calls on a clc_* object, "
-                                 "clusterlaunchcontrol PTX"),
-    "tma-gather": Pattern("TMA gather: loading rows picked by an index list with one TMA instruction",
-                          "a TMA gather op or call (*gather4*, *TmaGather*, *tma_gather* called, not passed as a flag)"),
-    "control-flow": Pattern("scoping rules: compile-time (const_expr, range_constexpr) vs runtime if/for, variables "
-                            "defined before runtime control flow", "marker only (never detected automatically)"),
+    "pipeline-setup": Pattern(
+        "creating producer/consumer pipelines, their barriers and stage counts",
+        "calls Pipeline*.create, CooperativeGroup, pipeline_init_arrive/wait, make_and_init_*pipeline; calls or "
+        "defines *compute_stages*"),
+    "tma-load": Pattern(
+        "TMA bulk tensor loads global -> shared memory",
+        "cute.copy with tma_bar_ptr= or mcast_mask=; CopyBulkTensorTileG2S*Op, make_tiled_tma_atom_A/B, "
+        "prefetch_descriptor, create_tma_multicast_mask, tma_partition of an operand atom"),
+    "tma-store": Pattern(
+        "TMA stores shared -> global memory",
+        "CopyBulkTensorTileS2G*Op; cute.copy of a TMA atom without tma_bar_ptr=; tma_partition of the C/D/epilogue "
+        "atom; tma_store_fence"),
+    "s2t-copy": Pattern(
+        "copying scale factors shared memory -> tensor memory (tcgen05.cp, UTCCP)",
+        "make_s2t_copy, get_s2t_smem_desc_tensor, tcgen05 Cp*Op, cute.copy of an *s2t* tiled copy"),
+    "tmem-alloc": Pattern(
+        "allocating and releasing tensor memory columns",
+        "TmemAllocator, alloc_tmem/dealloc_tmem, relinquish_tmem_alloc_permit, retrieve_tmem_ptr, *_tmem_alloc_cols; "
+        "allocate/wait_for_alloc/retrieve_ptr/relinquish_alloc_permit/free on a tmem object"),
+    "mma-mainloop": Pattern(
+        "the K loop issuing tensor-core MMAs (tcgen05 / wgmma / mma.sync)",
+        "cute.gemm(...) calls; warpgroup commit_group/wait_group"),
+    "epilogue": Pattern(
+        "reading accumulators (tensor memory or registers), converting and storing C",
+        "make_tmem_copy of an Ld op, get_tmem_load_op, get_smem_store_op, make_tiled_copy_C/D, StMatrix ops; calls or"
+        " definitions named epi_* / epilog*"),
+    "warp-dispatch": Pattern(
+        "giving warps roles (TMA producer, MMA issuer, epilogue) by warp index",
+        "an if/elif whose test compares a warp or warp-group index (warp_idx, warp_group_idx, warp_idx())"),
+    "tile-scheduler": Pattern(
+        "persistent tile scheduling across CTAs",
+        "*TileScheduler* / *tile_scheduler* calls, initial_work_tile_info, get_current_work, advance_to_next_work, "
+        "fetch_next_work, get_grid_shape"),
+    "tensormap": Pattern(
+        "TMA descriptors (tensormaps) created or updated in memory, per group",
+        "TensorMapManager, init_tensormap_from_atom, update_tensormap, fence_tensormap_*, get_tensormap_ptr, "
+        "cute.copy with tma_desc_ptr=; definitions named *tensormap*"),
+    "scale-factor-layout": Pattern(
+        "block-scale factor layouts: permuted 32x4x4 atoms, smem/tmem SF layouts",
+        "layout calls whose name holds an SF token (sf, sfa, sfb, SF, scale_factor) and layout/shape/atom/fragment; "
+        "definitions with an SF token and tensor/cvt too; the 'blocked' scale layout"),
+    "fp4-decode": Pattern(
+        "decoding packed narrow values (e2m1/int4 nibbles, e4m3/e8m0/int8 bytes) to wider types",
+        "cvt PTX of a narrow type in inline asm; & 0xF nibble masks; calls or definitions named "
+        "decode*/dequant*/unpack_int*/<narrow type>..._to_<wide type>, narrow-type LUT builders"),
+    "smem-layout": Pattern(
+        "shared-memory layouts, swizzles and stage buffers",
+        "make_smem_layout*, *smem_layout_atom, make_swizzle, make_composed_layout, SmemAllocator, allocate_tensor, "
+        "get_tensor(swizzle=), @cute.struct storage, sX_layout = make_layout(...)"),
+    "register-realloc": Pattern(
+        "moving registers between warpgroups (setmaxnreg)",
+        "setmaxregister_increase/decrease, setmaxnreg, warpgroup_reg_alloc/dealloc, setmaxnreg PTX"),
+    "cluster-launch": Pattern(
+        "launching on thread-block clusters: the cluster shape, its layout, active clusters",
+        ".launch(cluster=...), get_max_active_clusters, make_layout of a cluster shape"),
+    "cluster-reduction": Pattern(
+        "combining partial results across the CTAs of a cluster through distributed shared memory",
+        "PTX on shared::cluster (mapa, st.async) in inline asm; map_dsmem*, *shared_remote* calls"),
+    "predication": Pattern(
+        "masking out-of-bounds elements with predicates",
+        "cute.elem_less; any call with a pred= keyword"),
+    "pdl": Pattern(
+        "programmatic dependent launch: overlapping a kernel with the one before it",
+        "griddepcontrol_wait / griddepcontrol_launch_dependents; use_pdl= at launch; griddepcontrol PTX"),
+    "rasterization": Pattern(
+        "ordering CTAs / tiles for L2 reuse (raster order, swizzle size)",
+        "a raster or swizzle-size argument passed to a scheduler or grid call; an if on a raster setting"),
+    "online-softmax": Pattern(
+        "softmax over K blocks with a running row max and sum, rescaling the output (flash attention)",
+        "exp/exp2 of a difference with a max; code carrying the running row_max / row_sum / correction factor"),
+    "warp-reduction": Pattern(
+        "reductions across the lanes of a warp or quad with shuffles",
+        "shuffle_sync*, warp_reduction*, redux_sync, calls of a *warp_reduce* helper, shfl PTX"),
+    "mbarrier-wait": Pattern(
+        "direct mbarrier synchronization: init, expected transaction bytes, phase waits",
+        "cute.arch.mbarrier_* calls (init, arrive, expect_tx, wait, try_wait); mbarrier PTX"),
+    "cp-async": Pattern(
+        "Ampere-style asynchronous global -> shared copies (cp.async) and their commit/wait groups",
+        "cpasync.CopyG2SOp, cp_async_commit_group, cp_async_wait_group, cp.async PTX"),
+    "named-barrier": Pattern(
+        "named hardware barriers syncing a group of warps, and ordered (ping-pong) hand-offs",
+        "pipeline.NamedBarrier, PipelineOrder, arrive/wait/sync on a *barrier / *_bar object, "
+        "barrier(barrier_id=...), sync(barrier_id=...)"),
+    "clc-work-stealing": Pattern(
+        "cluster launch control: persistent CTAs that steal the next tile from the hardware",
+        "PipelineClcFetchAsync, ClcDynamic* scheduler calls, calls on a clc_* object, clusterlaunchcontrol PTX"),
+    "tma-gather": Pattern(
+        "TMA gather: loading rows picked by an index list with one TMA instruction",
+        "a TMA gather op or call (*gather4*, *TmaGather*, *tma_gather* called, not passed as a flag)"),
+    "control-flow": Pattern(
+        "scoping rules: compile-time (const_expr, range_constexpr) vs runtime if/for, variables defined before "
+        "runtime control flow",
+        "marker only (never detected automatically)"),
 }
 
 
@@ -107,7 +133,8 @@ def _dotted(node: ast.AST) -> str:
 
 def _names(node: ast.AST) -> list[str]:
     """Every identifier (names and attribute names) inside an expression."""
-    return [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
+    return [n.id if isinstance(n, ast.Name) else n.attr
+            for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))]
 
 
 _SF = r"(?:^|_)(?:sf|sfa|sfb|sfasfb|SF|SFA|SFB|scale_factor)(?:_|$)"
@@ -116,8 +143,8 @@ _BLOCKED_SF = r"to_blocked|blocked_scale|scale\w*_blocked"  # the 32x4x4 "blocke
 _EPI = r"(?:^|_)epi(?:log|logue)?(?:_|$)"
 _NARROW = r"e2m1|e4m3|e5m2|e8m0|ue8m0|int4|i4|u4|u4b8|i4sm|i8|s8|fp4|nvfp4|mxfp4"
 _WIDE = r"bf16|f16|fp16|f32|fp32|float"
-_DECODE_NAME = re.compile(rf"decode|dequant|unpacked_to_value|unpack_u?int\d|(?:{_NARROW})\w*_to_(?:{_WIDE})|(?:{_NARROW})\w*_luts?\b|luts?_\w*(?:{_NARROW})|"
-                          rf"(?:{_NARROW})\w*_scaled_luts?", re.I)
+_DECODE_NAME = re.compile(rf"decode|dequant|unpacked_to_value|unpack_u?int\d|(?:{_NARROW})\w*_to_(?:{_WIDE})|"
+                          rf"(?:{_NARROW})\w*_luts?\b|luts?_\w*(?:{_NARROW})|(?:{_NARROW})\w*_scaled_luts?", re.I)
 _PTX = [  # (pattern, regex over an inline-asm string)
     ("cluster-reduction", r"shared::cluster|\bmapa\b|st\.async"),
     ("fp4-decode", rf"cvt\.[\w.]*(?:{_NARROW})|(?:{_NARROW})x\d[\w.]*\s|dp4a"),
@@ -183,7 +210,8 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call) -> list[
         out.append("scale-factor-layout")  # the layout functions; a call of a tensor-making helper is host set-up
     if _DECODE_NAME.search(last):
         out.append("fp4-decode")
-    if recv != "self" and re.search(r"make_smem_layout|smem_layout_atom$|get_smem_layout|compute_smem_layout$", last) or last in (
+    smem_layout_call = re.search(r"make_smem_layout|smem_layout_atom$|get_smem_layout|compute_smem_layout$", last)
+    if recv != "self" and smem_layout_call or last in (
             "make_swizzle", "make_composed_layout", "SmemAllocator", "allocate_tensor") \
             or (last == "get_tensor" and "swizzle" in kws):
         out.append("smem-layout")
@@ -285,7 +313,8 @@ class _Finder(ast.NodeVisitor):
             self.hit(["epilogue"], node.lineno)
         if "compute_stages" in name:
             self.hit(["pipeline-setup"], node.lineno)
-        if re.search(_SF, name) and re.search(_SF_KIND, name, re.I) or re.search(rf"cvt_sf|scale_factor_tensor|{_BLOCKED_SF}", name):
+        if re.search(_SF, name) and re.search(_SF_KIND, name, re.I) \
+                or re.search(rf"cvt_sf|scale_factor_tensor|{_BLOCKED_SF}", name):
             self.hit(["scale-factor-layout"], node.lineno)
         if _DECODE_NAME.search(name):
             self.hit(["fp4-decode"], node.lineno)

@@ -20,7 +20,6 @@ from brain.chunking import HARD_MAX, PACK_MAX, PACK_MIN, SECTION_SEP, Chunk, Uns
 from brain.patterns import find_hits, find_regions, patterns_in
 from brain.taxonomy import detect_tags
 
-CODE_MAX_CHARS = HARD_MAX
 ALONE_DOCSTRING = 300  # a module docstring at least this long is a chunk of its own
 PACK_TARGET = 1000  # packed pieces grow past this only when that saves a fragment
 ALONE_COMMENT = 800  # so is a comment block at least this long (a licence, a design note)
