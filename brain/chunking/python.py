@@ -3,11 +3,12 @@
 A file is read as nested bodies (module, class, function, and the blocks of `if`/`for`/`with`/...). Each body
 is a run of statements, each statement taking the comment lines above it. A statement too large for a chunk
 (HARD_MAX) is opened up: a definition or compound statement into its own body, a single huge statement or
-docstring cut between lines. The rest are packed in order into pieces of about PACK_MIN..PACK_MAX characters,
-so small neighbouring functions share a chunk and a long function is cut along its statements. A module
-docstring and a long comment block are chunks of their own. The chunk text is exactly its source lines (its
-first line is `start_line`); the enclosing qualified name and signature travel in `context`, which is
-prepended for embedding and lexical indexing.
+docstring cut between lines. The rest are packed in order (dynamic programming over the cut points) into
+pieces near PACK_TARGET characters, within PACK_MIN..PACK_MAX where the statements allow, so small neighbouring
+functions share a chunk and a long function is cut along its statements. A module docstring and a long
+comment block are chunks of their own. The chunk text is exactly its source lines (its first line is
+`start_line`); the enclosing qualified name and signature travel in `context`, which is prepended for
+embedding and lexical indexing.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from brain.chunking import HARD_MAX, PACK_MAX, PACK_MIN, SECTION_SEP, Chunk, Uns
 from brain.patterns import find_hits, find_regions, patterns_in
 from brain.taxonomy import detect_tags
 
-ALONE_DOCSTRING = 300  # a module docstring at least this long is a chunk of its own
 PACK_TARGET = 1000  # packed pieces grow past this only when that saves a fragment
+ALONE_DOCSTRING = 300  # a module docstring at least this long is a chunk of its own
 ALONE_COMMENT = 800  # so is a comment block at least this long (a licence, a design note)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
