@@ -41,7 +41,12 @@ def register(sub) -> None:
     p.add_argument("--remove", metavar="CORPUS", help="remove a corpus and all its chunks")
     p.add_argument("--rebuild", action="store_true", help="drop the index and ingest from scratch")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress line (none either when stderr is not a terminal)")
     p.set_defaults(handler=cmd_ingest)
+
+    p = sub.add_parser("watch", help="keep the index fresh: re-ingest changed, added and deleted files as they change")
+    p.add_argument("--interval", type=float, default=0.5, help="seconds between scans (default 0.5)")
+    p.set_defaults(handler=cmd_watch)
 
     p = sub.add_parser("search", help="hybrid search over the index")
     p.add_argument("query")
@@ -114,21 +119,46 @@ def specs_from(args, store: Store) -> list[CorpusSpec]:
     return specs
 
 
+def open_index(settings: Settings) -> Brain:
+    """A Brain over an index that exists: a read never creates an empty index (nor its folder)."""
+    brain = Brain(settings)
+    if brain.store.generation(max_age=0) == 0:
+        where = f"{settings.chroma_url} (index {settings.index})" if settings.chroma_url else str(settings.home)
+        raise BrainError(f"no index at {where}: run brain ingest")
+    return brain
+
+
 def cmd_ingest(args, settings: Settings) -> int:
+    from brain.watch import unchanged
     brain = Brain(settings)
     if args.rebuild:
         brain.store.reset()
     if args.remove:
         summary = brain.ingester.remove_corpus(args.remove)
+        brain.searcher.persist()
         brain.attempts.sync()
     else:
-        summary = brain.ingest(specs_from(args, brain.store), progress=sys.stderr.isatty() and not args.json)
+        specs = specs_from(args, brain.store)
+        # nothing changed by size and mtime: answer without opening Chroma or loading the model
+        summary = None if args.rebuild else unchanged(brain.store.load_manifest(), specs)
+        if summary is None:
+            summary = brain.ingest(specs, progress=sys.stderr.isatty() and not (args.json or args.quiet))
+            brain.searcher.persist()  # the snapshot file the next CLI read loads (no Chroma, no torch)
     if args.json:
         print(json.dumps(summary.as_dict()))
         return 0
     for skip in summary.skipped:
         print(f"skipped {skip}", file=sys.stderr)
     print(summary.line())
+    return 0
+
+
+def cmd_watch(args, settings: Settings) -> int:
+    from brain.watch import Watcher
+    brain = Brain(settings)
+    print(f"watching {', '.join(str(s.root) for s in brain.known_corpora())} (index {settings.home}); "
+          "Ctrl-C stops", file=sys.stderr, flush=True)
+    Watcher(brain, interval=args.interval).run()
     return 0
 
 
@@ -145,20 +175,20 @@ def print_hits(payload: dict) -> None:
 
 
 def cmd_search(args, settings: Settings) -> int:
-    payload = Brain(settings).search(args.query, args.k, filters_from(args), mode=args.mode, expand=args.expand)
+    payload = open_index(settings).search(args.query, args.k, filters_from(args), mode=args.mode, expand=args.expand)
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
     return 0
 
 
 def cmd_pitfall(args, settings: Settings) -> int:
     error = sys.stdin.read() if args.error == "-" else args.error
-    payload = Brain(settings).pitfall(error, args.k, filters_from(args))
+    payload = open_index(settings).pitfall(error, args.k, filters_from(args))
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
     return 0
 
 
 def cmd_snippets(args, settings: Settings) -> int:
-    payload = Brain(settings).snippets(args.pattern, args.query, args.k, filters_from(args))
+    payload = open_index(settings).snippets(args.pattern, args.query, args.k, filters_from(args))
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
     return 0
 
@@ -166,7 +196,7 @@ def cmd_snippets(args, settings: Settings) -> int:
 def cmd_eval(args, settings: Settings) -> int:
     from brain.evaluate import evaluate, load_questions
     questions = load_questions(args.file)
-    report = evaluate(Brain(settings).searcher, questions, (args.mode,) if args.mode else MODES, args.corpus)
+    report = evaluate(open_index(settings).searcher, questions, (args.mode,) if args.mode else MODES, args.corpus)
     if args.json:
         for row in report["modes"].values():
             row.pop("misses@5")
@@ -184,7 +214,7 @@ def cmd_eval(args, settings: Settings) -> int:
 
 
 def cmd_chunks(args, settings: Settings) -> int:
-    rows = Brain(settings).chunks(args.source, args.corpus)
+    rows = open_index(settings).chunks(args.source, args.corpus)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
@@ -197,7 +227,7 @@ def cmd_chunks(args, settings: Settings) -> int:
 
 
 def cmd_stats(args, settings: Settings) -> int:
-    st = Brain(settings).stats()
+    st = open_index(settings).stats()
     if args.json:
         print(json.dumps(st, indent=1))
         return 0
@@ -210,7 +240,7 @@ def cmd_stats(args, settings: Settings) -> int:
 
 
 def cmd_patterns(args, settings: Settings) -> int:
-    rows = Brain(settings).patterns()
+    rows = open_index(settings).patterns()
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

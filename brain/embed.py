@@ -115,15 +115,18 @@ class Embedder:
 
     def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False,
                groups: list[str] | None = None) -> np.ndarray:
-        """Embed `texts` (longest first, so each batch pads little). With `progress`, a line on stderr counts
-        chunks, and files when `groups` names the file of each text."""
+        """Embed `texts` in windows of 16 batches, longest first within each (so a batch pads little and
+        files finish in order). With `progress`, a line on stderr counts chunks, and files when `groups` names
+        the file of each text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         bar = Progress(len(texts), groups) if progress else None
         if bar and self._model is None:
             bar.note("loading the embedding model ...")
         model = self.model
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        window = 16 * batch_size  # a big ingest sees files finish; within a window, the fewest padded tokens
+        order = [i for w in range(0, len(texts), window)
+                 for i in sorted(range(w, min(w + window, len(texts))), key=lambda i: -len(texts[i]))]
         out = np.zeros((len(texts), 0), dtype=np.float32)
         try:
             for at in range(0, len(order), batch_size):

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from brain.config import PROJECT_ROOT, CorpusSpec, Settings, find_home
@@ -46,7 +47,8 @@ def test_nearest_brain_folder_is_found_like_git(project, monkeypatch):
     assert find_home(project / "sub" / "deeper") == project / ".brain"
     r = run_cli("stats", "--json", cwd=project / "sub" / "deeper")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["location"] == str(project / ".brain")
+    st = json.loads(r.stdout)
+    assert str(project / ".brain") in (st.get("location"), st.get("index"))  # where `stats` names the folder
 
 
 def test_brain_home_wins_over_discovery(project, tmp_path, monkeypatch):
@@ -102,3 +104,23 @@ def test_broken_pipe_exits_quietly(project):
     _, err = p.communicate(timeout=120)
     assert p.returncode == 141
     assert err == b""
+
+
+def test_ingest_progress_counts_chunks_and_files(embedder, capsys):
+    texts = [f"chunk {n} of file {n % 3}" for n in range(10)]
+    vecs = embedder.encode(texts, batch_size=4, progress=True, groups=[f"f{n % 3}" for n in range(10)])
+    err = capsys.readouterr().err
+    assert vecs.shape == (10, 384)
+    assert "embedding: 10/10 chunks · 3/3 files ·" in err and "chunks/s" in err and "ETA" in err
+    assert err.endswith("\r\x1b[K")  # the line is wiped before the summary prints
+    assert np.allclose(vecs, embedder.encode(texts), atol=1e-5)  # batching and order change nothing
+
+
+def test_ingest_is_quiet_when_not_a_terminal(tmp_path):
+    docs = tmp_path / "d"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nOne short note about TMA.\n")
+    r = run_cli("ingest", str(docs), home=tmp_path / "home")
+    assert r.returncode == 0, r.stderr
+    assert "embedding:" not in r.stderr and "loading" not in r.stderr
+    assert r.stdout.startswith("files: 1 seen, 1 changed")
