@@ -87,10 +87,7 @@ class Attempts:
         """Search hits get `superseded_by` (the successor's id, when the record citing the hit is superseded)
         and `conflicts_with` (ids of records disagreeing with the records citing it); a superseded hit moves
         below the first hit of its successor, or of newer, not superseded lines of the same file."""
-        rows = self.store.relations()  # no Chroma, no model: a search stays as fast as it was
-        by_file: dict[tuple, list[dict]] = {}
-        for r in rows:
-            by_file.setdefault((r["corpus"], r["source"]), []).append(r)
+        by_file, by_id = self.store.relations()  # no Chroma, no model: a search stays as fast as it was
         for h in results:
             recs = [r for r in by_file.get((h["corpus"], h["source"]), [])
                     if r["start_line"] <= h["end_line"] and h["start_line"] <= r["end_line"]]
@@ -101,7 +98,6 @@ class Attempts:
             h["conflicts_with"] = sorted({c for r in recs for c in r["conflicts_with"]})
         if not any(h["superseded_by"] for h in results):
             return results
-        by_id = {r["id"]: r for r in rows}
         out = list(results)
         for h in [h for h in results if h["superseded_by"]]:
             succ = by_id.get(h["superseded_by"])

@@ -234,18 +234,22 @@ class AttemptStore:
             self._loaded = Loaded(key, records, texts, vectors, lexical, found)
             return self._loaded
 
-    def relations(self) -> list[dict]:
-        """Each record's lines and relations, from attempts.json (cached by its mtime); [] before any sync."""
+    def relations(self) -> tuple[dict[tuple, list[dict]], dict[str, dict]]:
+        """Each record's lines and relations from attempts.json, by (corpus, source) and by id; cached by the
+        file's mtime, so a search pays one stat. Empty before the first sync."""
         try:
             stamp = os.stat(self.relations_path).st_mtime_ns
         except OSError:
-            return []
+            return {}, {}
         cached = getattr(self, "_relations", None)
         if cached and cached[0] == stamp:
             return cached[1]
         try:
             rows = json.loads(self.relations_path.read_text())["records"]
         except (OSError, ValueError, KeyError):
-            return []
-        self._relations = (stamp, rows)
-        return rows
+            return {}, {}
+        by_file: dict[tuple, list[dict]] = {}
+        for r in rows:
+            by_file.setdefault((r["corpus"], r["source"]), []).append(r)
+        self._relations = (stamp, (by_file, {r["id"]: r for r in rows}))
+        return self._relations[1]
