@@ -188,6 +188,8 @@ def create_app(settings: Settings, brain: Brain | None = None, host: str = "127.
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         await anyio.to_thread.run_sync(warm_up, brain)
+        if isinstance(brain.embedder, BatchingEmbedder):  # from now on writes embed behind searches
+            brain.embedder.background_writes = True
         async with mcp.session_manager.run():
             yield
 
@@ -199,7 +201,9 @@ def create_app(settings: Settings, brain: Brain | None = None, host: str = "127.
 
     @app.exception_handler(BrainError)
     async def brain_error(request: Request, e: BrainError) -> JSONResponse:
-        return JSONResponse({"error": str(e)}, status_code=error_status(e))
+        # a message about the index (corrupt manifest, Chroma folder) names no server path to an HTTP client
+        message = str(e).replace(str(settings.home), "$BRAIN_HOME")
+        return JSONResponse({"error": message}, status_code=error_status(e))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:

@@ -24,12 +24,20 @@ MAX_BATCH = 32
 TORCH_THREADS = 1
 
 
+WRITE_NICE = 10  # how much lower than searches a write's embedding runs (Linux thread priority)
+
+
 class BatchingEmbedder(Embedder):
-    """An Embedder whose `encode_query` batches concurrent callers; `encode` (ingest) is unchanged."""
+    """An Embedder whose `encode_query` batches concurrent callers. Once `background_writes` is set (the
+    server, after its start-up ingest), `encode` (uploads, re-ingest) runs on one low-priority thread with
+    one torch thread, so a write's embedding takes the CPU searches leave idle instead of competing with
+    them (on 2 cores a write's two OpenMP threads otherwise stall every query embedding behind them)."""
 
     def __init__(self, model: str, device: str | None = None, max_batch: int = MAX_BATCH):
         super().__init__(model, device)
         self.max_batch = max_batch
+        self.background_writes = False
+        self._writes = None
         self._pending: queue.SimpleQueue[tuple[str, Future]] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -38,6 +46,17 @@ class BatchingEmbedder(Embedder):
 
     def encode_query(self, text: str) -> np.ndarray:
         return self._cached(text).copy()
+
+    def encode(self, texts: list[str], *args, **kwargs) -> np.ndarray:
+        if not self.background_writes:
+            return super().encode(texts, *args, **kwargs)
+        if self._writes is None:
+            with self._start_lock:
+                if self._writes is None:
+                    from concurrent.futures import ThreadPoolExecutor
+                    self._writes = ThreadPoolExecutor(1, thread_name_prefix="write-embedder",
+                                                      initializer=_low_priority)
+        return self._writes.submit(super().encode, texts, *args, **kwargs).result()
 
     @functools.lru_cache(maxsize=1024)  # repeated queries (the page, agents retrying) skip the model
     def _cached(self, text: str) -> np.ndarray:
@@ -84,3 +103,15 @@ class BatchingEmbedder(Embedder):
             features = {k: v.to(model.device) for k, v in features.items() if hasattr(v, "to")}
             out = torch.nn.functional.normalize(model(features)["sentence_embedding"], dim=-1)
         return out.float().cpu().numpy()
+
+
+def _low_priority() -> None:
+    """The write-embedding thread: one torch thread (per OS thread), and a lower scheduling priority."""
+    import os
+
+    import torch
+    torch.set_num_threads(TORCH_THREADS)
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WRITE_NICE)  # Linux: this thread only
+    except (AttributeError, OSError):
+        pass

@@ -142,14 +142,6 @@ def mount_mcp(app: FastAPI, mcp: MCPServer, host: str) -> None:
     app.router.routes.extend(sub.routes)
 
 
-def run_stdio(settings: Settings) -> int:
-    """`brain mcp`: serve on stdin/stdout. stdout carries only protocol messages; logs go to stderr."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    brain = Brain(settings)
-    with contextlib.redirect_stdout(sys.stderr):  # a stray print while loading would corrupt the protocol
-        warm_up(brain)
-    build_mcp(lambda: brain).run("stdio")
-    return 0
 def warm_up(brain: Brain) -> None:
     """Load the model and the index snapshot now, not in the first user's request (the HTTP app's start-up
     calls it too: this module owns it, so api.app imports from here and never the other way round)."""
@@ -160,3 +152,11 @@ def warm_up(brain: Brain) -> None:
         logging.getLogger("api").warning("warm-up failed: %s", e)
 
 
+def run_stdio(settings: Settings) -> int:
+    """`brain mcp`: serve on stdin/stdout. stdout carries only protocol messages; logs go to stderr."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    brain = Brain(settings)
+    with contextlib.redirect_stdout(sys.stderr):  # a stray print while loading would corrupt the protocol
+        warm_up(brain)
+    build_mcp(lambda: brain).run("stdio")
+    return 0

@@ -4,9 +4,10 @@
     python bench/load_writes.py --url http://127.0.0.1:8000 --key KEY
 
 Search clients are closed loops (one keep-alive connection each, every query text new, as in
-bench/load_search.py). One writer uploads generated worklogs (real worklog paragraphs, about 15 chunks each)
-and deletes half of them again, spread evenly over the run. Prints search p50/p99 over the whole run and over
-the moments a write was in flight, the error count, and each kind of write's time.
+bench/load_search.py). First `--quiet` seconds of searches alone (the reference on this machine, now), then
+the measured run: one writer uploads generated worklogs (real worklog paragraphs, about 15 chunks each) and
+deletes half of them again, spread evenly over it. Prints search p50/p99 without writes, over the whole run
+with writes and over the moments a write was in flight, the error count, and each kind of write's time.
 """
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--uploads", type=int, default=20)
     ap.add_argument("--deletes", type=int, default=10)
+    ap.add_argument("--quiet", type=float, default=20.0, help="seconds of searches without writes first")
     args = ap.parse_args()
 
     proc = None
@@ -90,6 +92,17 @@ def main() -> int:
             c = http.client.HTTPConnection(host, port, timeout=60)
             c.request("DELETE", f"/documents/bench-writes/{f.name}", headers={"X-API-Key": args.key})
             c.getresponse().read()
+        quiet: list[tuple[float, float]] = []
+        if args.quiet > 0:
+            qstop, qerrors = threading.Event(), []
+            qthreads = [threading.Thread(target=client, args=(host, port, i * 5 + 3, qstop, [], qerrors, False),
+                                         kwargs={"stamps": quiet}) for i in range(args.clients)]
+            for t in qthreads:
+                t.start()
+            time.sleep(args.quiet)
+            qstop.set()
+            for t in qthreads:
+                t.join()
         stop, latencies, errors, wlog, werrors = threading.Event(), [], [], [], []
         stamped: list[tuple[float, float]] = []  # (end time, ms) of each search, to split by write activity
 
@@ -116,12 +129,16 @@ def main() -> int:
             proc.wait(30)
 
     lat = sorted(ms for _, ms in stamped)
+    alone = sorted(ms for _, ms in quiet)
     busy = sorted(ms for end, ms in stamped
                   if any(a <= end and end - ms / 1000 <= b for _, a, b, _ in wlog))
     print(f"load: {args.clients} search clients x {args.seconds:.0f} s (GET /search, k=5, every query new) "
           f"with {sum(k == 'upload' for k, *_ in wlog)} uploads + {sum(k == 'delete' for k, *_ in wlog)} deletes "
           f"on {host}:{port}")
     print(f"searches: {len(lat)} ok, {len(errors)} errors, {len(lat) / elapsed:.1f} req/s")
+    if alone:
+        print(f"search ms, no writes ({args.quiet:.0f} s before): p50 {percentile(alone, 50):.1f}  "
+              f"p99 {percentile(alone, 99):.1f}")
     print(f"search ms, whole run: p50 {percentile(lat, 50):.1f}  p99 {percentile(lat, 99):.1f}  "
           f"max {lat[-1] if lat else float('nan'):.1f}")
     print(f"search ms, overlapping a write ({len(busy)}): p50 {percentile(busy, 50):.1f}  "

@@ -227,11 +227,11 @@ def cmd_chunks(args, settings: Settings) -> int:
 
 
 def cmd_stats(args, settings: Settings) -> int:
-    st = open_index(settings).stats()
+    st = open_index(settings).stats(paths=True)
     if args.json:
         print(json.dumps(st, indent=1))
         return 0
-    print(f"index: {st['index']}  (model {st['model']}, last ingest {st['last_ingest'] or 'never'})")
+    print(f"index: {st['index']} at {st['location']}  (model {st['model']}, last ingest {st['last_ingest'] or 'never'})")
     print(f"documents: {st['documents']}  chunks: {st['chunks']}")
     for name, c in st["corpora"].items():
         print(f"  corpus {name}: {c['files']} files, {c['chunks']} chunks  ({c['root']})")

@@ -190,12 +190,16 @@ class Searcher:
     # ---- snapshot -----------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
         """The index as of the current manifest: exactly the chunks it lists (a write in progress has
-        upserted chunks the manifest does not list yet; they stay invisible until it is saved)."""
-        m = self.store.load_manifest()
+        upserted chunks the manifest does not list yet; they stay invisible until it is saved). While one
+        thread loads a new generation, the others keep answering from the last snapshot."""
+        generation = self.store.generation()
         snap = self._snap
-        if snap is not None and snap.generation == m.generation:
+        if snap is not None and snap.generation == generation:
             return snap
-        with self._lock:
+        if not self._lock.acquire(blocking=snap is None):
+            return snap
+        try:
+            m = self.store.load_manifest()
             for _ in range(5):
                 if self._snap is not None and self._snap.generation == m.generation:
                     break
@@ -205,9 +209,9 @@ class Searcher:
                 else:
                     ids, texts, metas = self.store.records(m.ids())
                     vectors = stored_vectors(self.store, ids)
-                    after = self.store.load_manifest()
-                    if after.generation != m.generation:  # a write landed while reading: read again
-                        m = after
+                    after = self.store.generation(max_age=0)
+                    if after != m.generation:  # a write landed while reading: read again
+                        m = self.store.load_manifest()
                         continue
                     self.cache.save(m, ids, texts, metas, vectors)
                 lex = self.store.load_lexical(m.generation)
@@ -219,6 +223,20 @@ class Searcher:
                 snap.vectors = vectors
                 self._snap = snap
             return self._snap
+        finally:
+            self._lock.release()
+
+    def install(self, m, ids: list[str], texts: list[str], metas: list[dict], lexical: LexicalIndex,
+                vectors: np.ndarray) -> None:
+        """A writer in this process hands over the generation (manifest `m`) it just committed, records and
+        vectors included: no reader re-reads it from Chroma, and the next process finds it in the file cache."""
+        with self._lock:
+            if self._snap is None or self._snap.generation < m.generation:
+                snap = Snapshot(m.generation, ids, texts, metas, lexical)
+                snap.vectors = vectors
+                self._snap = snap
+        with contextlib.suppress(OSError):
+            self.cache.save(m, ids, texts, metas, vectors)
 
     # ---- retrievers ---------------------------------------------------------------------------
     def _bm25(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[tuple[str, float]]:

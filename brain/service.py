@@ -1,12 +1,12 @@
 """`Brain`: the one object the CLI, the HTTP API and the MCP server call.
 
-It owns the store, the searcher and the ingester for one Settings, serialises writes (ingest, upload,
-delete) behind one lock, and lets searches run meanwhile on the last complete snapshot.
+It owns the store, the searcher and the ingester for one Settings. Writes (ingest, upload, delete) chunk and
+embed first, then commit under the index's write lease (one writer at a time across processes and hosts);
+searches never take it and run meanwhile on the last complete snapshot.
 """
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -19,7 +19,7 @@ from brain.embed import Embedder
 from brain.ingest import Ingester, Summary
 from brain.patterns import PATTERNS
 from brain.search import Filters, Hit, Searcher
-from brain.store import Store, _atomic_write
+from brain.store import Store
 
 MAX_UPLOAD_BYTES = 1_000_000
 UPLOAD_CORPUS = "uploads"
@@ -48,7 +48,6 @@ class Brain:
         self.embedder = embedder or Embedder(self.settings.model, self.settings.device)
         self.searcher = Searcher(self.settings, self.store, self.embedder)
         self.ingester = Ingester(self.settings, self.store, self.embedder)
-        self.write_lock = threading.Lock()
         self.attempts = Attempts(self)  # attempt records (brain/attempts): synced after every write
 
     # ---- reads --------------------------------------------------------------------------------
@@ -94,19 +93,25 @@ class Brain:
             out.append({"id": i, **row})
         return out
 
-    def stats(self) -> dict:
+    def stats(self, paths: bool = False) -> dict:
+        """What the index holds. Corpus roots and the index location are shown only with `paths` (the local
+        CLI): an anonymous HTTP reader sees corpus names, counts and the index name, never server paths."""
         m = self.store.load_manifest()
         snap = self.searcher.snapshot()
         corpora = {}
         for name, spec in sorted(m.corpora.items()):
             keys = [k for k in m.files if k.split(":", 1)[0] == name]
-            corpora[name] = {"root": spec["root"], "files": len(keys),
-                             "chunks": sum(len(m.files[k]["ids"]) for k in keys)}
+            corpora[name] = {"files": len(keys), "chunks": sum(len(m.files[k]["ids"]) for k in keys),
+                             "uploads": bool(spec.get("uploads"))}
+            if paths:
+                corpora[name]["root"] = spec["root"] or "(uploaded documents)"
+
         patterns = Counter(p for meta in snap.metas for p in _split(meta["patterns"]))
         return {"documents": len(m.files), "chunks": len(snap.ids), "corpora": corpora,
                 "kinds": dict(Counter(meta["kind"] for meta in snap.metas).most_common()),
                 "patterns": dict(sorted(patterns.items())), "model": m.model or self.settings.model,
-                "index": self.settings.chroma_url or str(self.store.home), "generation": m.generation,
+                "index": self.settings.index, "generation": m.generation,
+                **({"location": self.settings.chroma_url or str(self.store.home)} if paths else {}),
                 "last_ingest": (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(m.last_ingest))
                                 if m.last_ingest else None)}
 
@@ -129,8 +134,9 @@ class Brain:
         corpus, source = key.split(":", 1)
         return f"{corpus}/{source}"
 
-    def resolve_source(self, path: str) -> Path:
-        """`corpus/source` (or a bare source, if unambiguous) -> the file on disk, only inside an ingested corpus."""
+    def resolve_source(self, path: str) -> Path | str:
+        """`corpus/source` (or a bare source, if unambiguous) -> the file on disk, only inside an ingested corpus
+        (an uploaded document: its text, kept by the store)."""
         m = self.store.load_manifest()
         path = path.strip().lstrip("/")
         matches = [k for k in m.files if self._display(k) == path] or \
@@ -141,6 +147,11 @@ class Brain:
             raise BrainError(f"'{path}' is in several corpora: ask for one of "
                              + ", ".join(self._display(k) for k in matches))
         corpus, source = matches[0].split(":", 1)
+        if m.corpora[corpus].get("uploads"):
+            text = self.store.read_upload(corpus, source)
+            if text is None:
+                raise NotFound(f"'{path}' was removed meanwhile")
+            return text
         root = Path(m.corpora[corpus]["root"]).resolve()
         file = (root / source).resolve() if root.is_dir() else root
         if root.is_dir() and not file.is_relative_to(root):  # a symlink pointing out of the corpus
@@ -151,7 +162,8 @@ class Brain:
 
     def read_source(self, path: str, start: int | None = None, end: int | None = None) -> dict:
         file = self.resolve_source(path)
-        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = file if isinstance(file, str) else file.read_text(encoding="utf-8", errors="replace")
+        lines = text.splitlines()
         start = 1 if start is None else start
         end = len(lines) if end is None else end
         if start < 1 or end < start:
@@ -164,8 +176,13 @@ class Brain:
 
     # ---- writes -------------------------------------------------------------------------------
     def ingest(self, specs: list[CorpusSpec] | None = None, progress: bool = False) -> Summary:
-        with self.write_lock:
-            summary = self.ingester.run(specs or self.known_corpora(), progress=progress)
+        return self._installed(self.ingester.run(specs or self.known_corpora(), progress=progress))
+
+    def _installed(self, summary: Summary) -> Summary:
+        """Hand the generation this process just wrote to its own searcher (read-your-writes, no re-read)."""
+        done, self.ingester.last_snapshot = self.ingester.last_snapshot, None
+        if done:
+            self.searcher.install(*done)
         self.attempts.sync()  # re-extract attempt records of changed files, drop those of removed ones
         return summary
 
@@ -173,16 +190,20 @@ class Brain:
         """The default corpora plus every corpus ingested before (re-scanned by POST /ingest)."""
         specs = {s.name: s for s in default_corpora()}
         for name, c in self.store.load_manifest().corpora.items():
-            if Path(c["root"]).exists():
+            if not c.get("uploads") and Path(c["root"]).exists():  # another host's folder is not re-scanned here
                 specs.setdefault(name, CorpusSpec(name, Path(c["root"]), tuple(c["include"]), tuple(c["exclude"])))
         return list(specs.values())
 
     def uploads_dir(self, corpus: str) -> Path:
-        return self.store.home / "uploads" / corpus
+        """Local mode: where uploaded files are kept (server mode keeps them in the Chroma server)."""
+        return self.store.uploads_dir(corpus)
 
     def upload(self, filename: str, data: bytes, corpus: str = UPLOAD_CORPUS) -> Summary:
-        """Validate, then store and index one markdown/Python file; a rejected upload changes nothing."""
-        name = Path(filename or "").name
+        """Validate, chunk and embed (no lock held), then store and index one file under the write lease; a
+        rejected upload changes nothing. A name with a path in it is refused, never silently renamed."""
+        name = filename or ""
+        if "/" in name or "\\" in name or name in (".", "..") or Path(name).is_absolute():
+            raise BrainError(f"file name '{filename}' must be a plain name, without a folder or '..'")
         if not _NAME.match(name) or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
             raise BrainError(f"file name '{filename}' must be letters, digits, '.', '_' or '-' and end in "
                              + ", ".join(SUPPORTED_SUFFIXES))
@@ -199,32 +220,21 @@ class Brain:
         except UnicodeDecodeError:
             raise BrainError("upload is not UTF-8 text") from None
         try:
-            if not chunk_text(text, name, Path(name).suffix):
-                raise BrainError("upload has no content to index")
+            chunks = chunk_text(text, name, Path(name).suffix)
         except UnsupportedFile as e:
             raise BrainError(str(e)) from None
-        with self.write_lock:
-            folder = self.uploads_dir(corpus)
-            known = self.store.load_manifest().corpora.get(corpus)
-            if known and Path(known["root"]).resolve() != folder.resolve():
-                raise BrainError(f"corpus '{corpus}' is a folder on disk ({known['root']}), not an upload corpus")
-            _atomic_write(folder / name, text)
-            summary = self.ingester.run([CorpusSpec(corpus, folder)])
-        self.attempts.sync()
-        return summary
+        if not chunks:
+            raise BrainError("upload has no content to index")
+        for c in chunks:
+            c.corpus = corpus
+        known = self.store.load_manifest()
+        self.ingester.check_writable(known)  # refuse before paying for the embedding
+        if known.corpora.get(corpus) and not known.corpora[corpus].get("uploads"):
+            raise BrainError(f"corpus '{corpus}' is a folder on disk, not an upload corpus")
+        prepared = self.ingester.prepare(chunks)
+        return self._installed(self.ingester.put_document(corpus, name, text, prepared))
 
     def delete_document(self, path: str) -> Summary:
         """Remove an uploaded document (`corpus/file`) and its chunks."""
-        with self.write_lock:
-            m = self.store.load_manifest()
-            corpus, _, name = path.strip("/").partition("/")
-            key = f"{corpus}:{name}"
-            if key not in m.files:
-                raise NotFound(f"no document '{path}' (GET /sources lists them)")
-            folder = self.uploads_dir(corpus)
-            if Path(m.corpora[corpus]["root"]).resolve() != folder.resolve():
-                raise BrainError(f"'{path}' belongs to a corpus on disk; only uploaded documents can be deleted")
-            (folder / name).unlink(missing_ok=True)
-            summary = self.ingester.run([CorpusSpec(corpus, folder)])
-        self.attempts.sync()
-        return summary
+        corpus, _, name = path.strip("/").partition("/")
+        return self._installed(self.ingester.drop_document(corpus, name))

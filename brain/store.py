@@ -177,6 +177,8 @@ class Store:
         except BrainError:
             raise
         except Exception as e:
+            if "does not exist" in str(e):  # dropped by another process's --rebuild: re-open on the next call
+                self._collection = self._meta = None
             raise Unavailable(f"Chroma at {self._where()} failed to {what}: {e}") from None
 
     def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
@@ -421,12 +423,17 @@ class ServerLease:
         self._beat: threading.Thread | None = None
 
     def _chain(self) -> dict[int, dict]:
-        out = {}
-        for col in self.store._call("list collections", self.store.client.list_collections):
-            tail = col.name[len(self.prefix):] if col.name.startswith(self.prefix) else ""
-            if tail.isdigit():
-                out[int(tail)] = dict(col.metadata or {})
-        return out
+        out, offset = {}, 0
+        while True:  # every page: a server may hold many indexes' collections
+            page = self.store._call("list collections", self.store.client.list_collections, limit=1000,
+                                    offset=offset)
+            for col in page:
+                tail = col.name[len(self.prefix):] if col.name.startswith(self.prefix) else ""
+                if tail.isdigit():
+                    out[int(tail)] = dict(col.metadata or {})
+            if len(page) < 1000:
+                return out
+            offset += 1000
 
     def _create(self, number: int) -> bool:
         self.expires = time.time() + self.ttl
