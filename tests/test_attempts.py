@@ -228,3 +228,29 @@ def test_conflicts_command_shape(toy_brain):
     assert frozenset(("Attempt 1: more pipeline stages", "fewer pipeline stages")) in titles
     hits = brain.search("more pipeline stages", k=5)["results"]
     assert any(h["conflicts_with"] for h in hits)
+
+
+def test_cli_record_attempts_and_conflicts(toy_brain, monkeypatch, capsys, tmp_path):
+    from cli import main
+    brain, _ = toy_brain
+    monkeypatch.setenv("BRAIN_HOME", str(brain.settings.home))
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("not json"))
+    assert main(["record", "-"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: - is not JSON") and "\n" not in err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"title": "x", "verdict": "sort-of"}))
+    assert main(["record", str(bad)]) == 2 and "unknown verdict" in capsys.readouterr().err
+    assert not (brain.settings.home / "records" / "attempts.md").exists()
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"title": "fewer stages", "verdict": "regressed", "problem": "gemm",
+                                "techniques": ["pipeline"], "change": "stages 4 -> 2"}))
+    assert main(["record", str(good), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"id", "source", "start_line", "end_line"} <= set(out)
+    assert main(["attempts", "fewer stages", "--json", "--k", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["id"] == out["id"]
+    assert main(["conflicts", "--technique", "pipeline", "--json"]) == 0
+    pairs = json.loads(capsys.readouterr().out)["conflicts"]
+    assert any(out["id"] in (c["a"]["id"], c["b"]["id"]) for c in pairs)
+    assert main(["attempts", "--verdict", "nope"]) == 2 and "unknown verdict" in capsys.readouterr().err
