@@ -69,19 +69,25 @@ def _prepare(data):
 
 
 LAUNCHES = cute_host.LaunchCache()
+_LAST = cute_host.LastGroups()
 
 
 def run(data):
     if len(data) != 4:
         validate(data)  # the one-line error for a wrong tuple
     abc, _sf_plain, sf_perm, _sizes = data
-    key = tuple(map(id, chain(chain.from_iterable(abc), chain.from_iterable(sf_perm))))
-    launch = LAUNCHES.get(key)
-    if launch is None:
-        launch = LAUNCHES.add(key, chain(chain.from_iterable(abc), chain.from_iterable(sf_perm)),
-                              lambda: _prepare(data))
-    launch()
-    return list(map(itemgetter(2), abc))
+    last = _LAST.get(abc, sf_perm)  # a repeat of the last input: 2 x G identity tests
+    if last is None:
+        key = tuple(map(id, chain(chain.from_iterable(abc), chain.from_iterable(sf_perm))))
+        launch = LAUNCHES.get(key)
+        if launch is None:
+            launch = LAUNCHES.add(key, chain(chain.from_iterable(abc), chain.from_iterable(sf_perm)),
+                                  lambda: _prepare(data))
+        _LAST.put(abc, sf_perm, launch)
+        launch()
+        return list(map(itemgetter(2), abc))
+    last[0]()
+    return list(last[1])
 
 
 # The benchmark shapes use G = 8 and G = 2.

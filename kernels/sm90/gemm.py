@@ -45,8 +45,9 @@ def _prepare(problem: str, groups: list):
 
 
 # The hot path (a launch already prepared for these tensors) is written out in each function:
-# one key tuple of the tensors' ids, one dict lookup, the launch.
+# one key tuple of the tensors' ids, one dict lookup, the launch (group_gemm: cute_host.LastGroups first).
 _GEMM, _DUAL, _GROUP = host.LAUNCHES["gemm"], host.LAUNCHES["dual_gemm"], host.LAUNCHES["group_gemm"]
+_LAST_GROUP = cute_host.LastGroups()
 
 
 def run_gemm(data):
@@ -67,10 +68,15 @@ def run_dual_gemm(data):
 
 def run_group_gemm(data):
     abc, sf_plain, _sf_perm, _sizes = data
-    key = tuple(map(id, chain(chain.from_iterable(abc), chain.from_iterable(sf_plain))))
-    launch = _GROUP.get(key)
-    if launch is None:
-        launch = _GROUP.add(key, chain(chain.from_iterable(abc), chain.from_iterable(sf_plain)), lambda: _prepare(
-            "group_gemm", [(a, [b], sfa, [sfb], c) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain)]))
-    launch()
-    return list(map(itemgetter(2), abc))
+    last = _LAST_GROUP.get(abc, sf_plain)  # a repeat of the last input: 2 x G identity tests
+    if last is None:
+        key = tuple(map(id, chain(chain.from_iterable(abc), chain.from_iterable(sf_plain))))
+        launch = _GROUP.get(key)
+        if launch is None:
+            launch = _GROUP.add(key, chain(chain.from_iterable(abc), chain.from_iterable(sf_plain)), lambda: _prepare(
+                "group_gemm", [(a, [b], sfa, [sfb], c) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain)]))
+        _LAST_GROUP.put(abc, sf_plain, launch)
+        launch()
+        return list(map(itemgetter(2), abc))
+    last[0]()
+    return list(last[1])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import json
+import weakref
 
 import pytest
 import torch
@@ -69,6 +70,45 @@ def test_the_cache_is_bounded():
     for t in keep:
         cache.add(("x", id(t)), (t,), lambda: (lambda: None))
     assert len(cache.entries) == 3
+
+
+def _groups(n):
+    abc = [(torch.zeros(2), torch.zeros(2), torch.zeros(2)) for _ in range(n)]
+    return abc, [(torch.zeros(1), torch.zeros(1)) for _ in range(n)]
+
+
+def test_last_groups_answers_a_repeat_and_only_a_repeat():
+    slot, launch = cute_host.LastGroups(), object()
+    abc, sf = _groups(3)
+    assert slot.get(abc, sf) is None
+    slot.put(abc, sf, launch)
+    hit = slot.get(abc, sf)
+    assert hit is not None and hit[0] is launch and list(hit[1]) == [c for _a, _b, c in abc]
+    assert slot.get(list(abc), list(sf)) is not None  # other lists, the same group tuples
+    a, b, _c = abc[1]
+    assert slot.get(abc[:1] + [(a, b, torch.zeros(2))] + abc[2:], sf) is None  # one group's c replaced
+    assert slot.get(abc[:2], sf[:2]) is None and slot.get(abc + abc[:1], sf + sf[:1]) is None  # fewer / more groups
+    assert slot.get(sf, abc) is None
+
+
+def test_last_groups_never_holds_mutable_groups():
+    slot = cute_host.LastGroups()
+    abc, sf = _groups(2)
+    as_lists = [list(g) for g in abc]
+    slot.put(as_lists, sf, object())  # a list can change under the same id: not kept
+    assert slot.held is None and slot.get(as_lists, sf) is None
+
+
+def test_last_groups_lets_go_of_an_input_the_caller_dropped():
+    slot = cute_host.LastGroups()
+    abc, sf = _groups(8)
+    slot.put(abc, sf, object())
+    gc.collect()
+    assert slot.held is not None  # the caller still holds the tuples: kept
+    dead = weakref.ref(abc[3][2])
+    del abc
+    gc.collect()  # the pass ends with the slot seeing tuples held only by itself
+    assert slot.held is None and dead() is None  # the tensors are freed with them
 
 
 # The real backends, in a subprocess per arch (the DSL fixes its target arch at first import):
