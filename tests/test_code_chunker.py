@@ -149,6 +149,8 @@ def _corpus_sizes(files: list[Path], root: Path) -> list[int]:
         chunks = chunk_file(f, str(f.relative_to(root)))
         _check_exact_and_complete(f.read_text(encoding="utf-8"), chunks)
         sizes += [len(c.text) for c in chunks]
+        # the context is prepended for a 256-token embedding window: it must leave room for the code itself
+        assert all(len(c.context) <= 260 for c in chunks if not c.region), f.name
     return sizes
 
 

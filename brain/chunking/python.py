@@ -24,6 +24,9 @@ from brain.taxonomy import detect_tags
 PACK_TARGET = 1000  # packed pieces grow past this only when that saves a fragment
 ALONE_DOCSTRING = 300  # a module docstring at least this long is a chunk of its own
 ALONE_COMMENT = 800  # so is a comment block at least this long (a licence, a design note)
+# Context is prepended to the text for embedding, and the model reads 256 tokens (~800 characters of code):
+# a signature with 30 typed parameters would push the piece's own code out of the window.
+CONTEXT_SIGNATURE, CONTEXT_HEADER = 100, 80
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -110,9 +113,11 @@ class _Builder:
         return cut_span(start, end, self.size, self.priority)
 
     # ---- bodies ------------------------------------------------------------------------------------
-    def body(self, stmts: list[ast.stmt], first: int, last: int, qual: str, context: str, kind: str
-             ) -> list[_Piece]:
-        """Pieces covering lines first..last, which hold `stmts` (a body of kind module, class or function)."""
+    def body(self, stmts: list[ast.stmt], first: int, last: int, qual: str, context: str, kind: str,
+             fctx: str | None = None) -> list[_Piece]:
+        """Pieces covering lines first..last, which hold `stmts` (a body of kind module, class, function or block).
+        `fctx` is the context of the enclosing definition (a block's context adds its own header to it)."""
+        fctx = fctx or context
         atoms: list[_Atom] = []
         prev = first
         for i, stmt in enumerate(stmts):
@@ -128,7 +133,7 @@ class _Builder:
             if _is_docstring(stmt):  # a docstring (with the def line above it) or a string used as one
                 atom.alone = self.size(prev, e) >= (ALONE_DOCSTRING if kind == "module" else PACK_MIN)
             if self.size(atom.start, atom.end) > HARD_MAX:
-                atom.pieces = self.open_up(stmt, atom, qual, context)
+                atom.pieces = self.open_up(stmt, atom, qual, context, fctx)
             atoms.append(atom)
             prev = e + 1
         if not stmts:
@@ -142,18 +147,19 @@ class _Builder:
         idx = [j for j in range(a, b + 1) if self.lines[j - 1].lstrip().startswith("#")]
         return (idx[0], idx[-1]) if idx else None
 
-    def open_up(self, stmt: ast.stmt, atom: _Atom, qual: str, context: str) -> list[_Piece]:
+    def open_up(self, stmt: ast.stmt, atom: _Atom, qual: str, context: str, fctx: str) -> list[_Piece]:
         """Pieces of one statement too large for a chunk (its leading lines from atom.start included)."""
         if isinstance(stmt, _DEFS) and len(stmt.body) > 0:
             name = f"{qual}.{stmt.name}" if qual else stmt.name
             sig = _signature(self.lines, stmt)
-            ctx = f"{self.module}{SECTION_SEP}{name}: {sig}"
+            ctx = f"{self.module}{SECTION_SEP}{name}: {_short(sig, CONTEXT_SIGNATURE)}"
             kind = "class" if isinstance(stmt, ast.ClassDef) else "function"
             return self.body(stmt.body, atom.start, atom.end, name, ctx, kind)
         children = _children(stmt)
         if children:
             header = self.lines[stmt.lineno - 1].strip()
-            return self.body(children, atom.start, atom.end, qual, f"{context}{SECTION_SEP}{header}", "block")
+            ctx = f"{fctx}{SECTION_SEP}{_short(header, CONTEXT_HEADER)}"  # the innermost block only
+            return self.body(children, atom.start, atom.end, qual, ctx, "block", fctx)
         return [_Piece(a, b, qual, context) for a, b in self.cut(atom.start, atom.end)]
 
     def pack(self, atoms: list[_Atom], qual: str, context: str, kind: str) -> list[_Piece]:
@@ -255,6 +261,14 @@ class _Builder:
             if c.start_line <= line <= c.end_line and not c.region:
                 return c.section.split(SECTION_SEP, 1)[1] if SECTION_SEP in c.section else ""
         return ""
+
+
+def _short(text: str, limit: int) -> str:
+    """`text` cut at a parameter boundary to about `limit` characters: `def kernel(self, a, b, …`."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(", ", 0, limit)
+    return text[:cut if cut > limit // 2 else limit] + ", …"
 
 
 def _join_sections(a: str, b: str) -> str:
