@@ -24,7 +24,7 @@ MAX_BATCH = 32
 TORCH_THREADS = 1
 
 
-WRITE_NICE = 10  # how much lower than searches a write's embedding runs (Linux thread priority)
+WRITE_NICE = 5  # how much lower than searches a write's embedding runs (Linux thread priority)
 
 
 class BatchingEmbedder(Embedder):

@@ -277,7 +277,7 @@ class Ingester:
         with self.store.lease() as lease:
             m = self.store.load_manifest()
             known = m.corpora.get(corpus)
-            if known and not known.get("uploads"):
+            if known and not self.store.is_upload_corpus(corpus, known):
                 raise BrainError(f"corpus '{corpus}' is a folder on disk, not an upload corpus")
             key = file_key(corpus, name)
             digest = hashlib.sha256(text.encode()).hexdigest()
@@ -300,7 +300,7 @@ class Ingester:
             key = file_key(corpus, name)
             if key not in m.files:
                 raise NotFound(f"no document '{corpus}/{name}' (GET /sources lists them)")
-            if not m.corpora.get(corpus, {}).get("uploads"):
+            if not self.store.is_upload_corpus(corpus, m.corpora.get(corpus)):
                 raise BrainError(f"'{corpus}/{name}' belongs to a corpus on disk; only uploaded documents can "
                                  "be deleted")
             plan = Plan(gone=[key])
@@ -319,7 +319,7 @@ class Ingester:
             keys = [k for k in m.files if k.split(":", 1)[0] == name]
             if not keys and name not in m.corpora:
                 raise NotFound(f"no corpus named '{name}' (known: {', '.join(sorted(m.corpora)) or 'none'})")
-            uploads = m.corpora.get(name, {}).get("uploads")
+            uploads = self.store.is_upload_corpus(name, m.corpora.get(name))
             self.commit(m, Plan(gone=keys, drop_corpora=[name]), s, lease)
             if uploads:
                 for key in keys:

@@ -102,7 +102,7 @@ class Brain:
         for name, spec in sorted(m.corpora.items()):
             keys = [k for k in m.files if k.split(":", 1)[0] == name]
             corpora[name] = {"files": len(keys), "chunks": sum(len(m.files[k]["ids"]) for k in keys),
-                             "uploads": bool(spec.get("uploads"))}
+                             "uploads": self.store.is_upload_corpus(name, spec)}
             if paths:
                 corpora[name]["root"] = spec["root"] or "(uploaded documents)"
 
@@ -147,7 +147,7 @@ class Brain:
             raise BrainError(f"'{path}' is in several corpora: ask for one of "
                              + ", ".join(self._display(k) for k in matches))
         corpus, source = matches[0].split(":", 1)
-        if m.corpora[corpus].get("uploads"):
+        if self.store.is_upload_corpus(corpus, m.corpora[corpus]):
             text = self.store.read_upload(corpus, source)
             if text is None:
                 raise NotFound(f"'{path}' was removed meanwhile")
@@ -190,7 +190,7 @@ class Brain:
         """The default corpora plus every corpus ingested before (re-scanned by POST /ingest)."""
         specs = {s.name: s for s in default_corpora()}
         for name, c in self.store.load_manifest().corpora.items():
-            if not c.get("uploads") and Path(c["root"]).exists():  # another host's folder is not re-scanned here
+            if not self.store.is_upload_corpus(name, c) and Path(c["root"]).exists():  # another host's folder is not re-scanned here
                 specs.setdefault(name, CorpusSpec(name, Path(c["root"]), tuple(c["include"]), tuple(c["exclude"])))
         return list(specs.values())
 
@@ -229,7 +229,7 @@ class Brain:
             c.corpus = corpus
         known = self.store.load_manifest()
         self.ingester.check_writable(known)  # refuse before paying for the embedding
-        if known.corpora.get(corpus) and not known.corpora[corpus].get("uploads"):
+        if known.corpora.get(corpus) and not self.store.is_upload_corpus(corpus, known.corpora[corpus]):
             raise BrainError(f"corpus '{corpus}' is a folder on disk, not an upload corpus")
         prepared = self.ingester.prepare(chunks)
         return self._installed(self.ingester.put_document(corpus, name, text, prepared))

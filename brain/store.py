@@ -348,6 +348,12 @@ class Store:
     def uploads_dir(self, corpus: str) -> Path:
         return self.home / "uploads" / corpus
 
+    def is_upload_corpus(self, name: str, spec: dict | None) -> bool:
+        """Whether a manifest's corpus holds uploaded documents (older local manifests: its root is the
+        home's upload folder)."""
+        return bool(spec) and (bool(spec.get("uploads")) or
+                               (not self.server and Path(spec.get("root") or "/") == self.uploads_dir(name)))
+
     def save_upload(self, corpus: str, name: str, text: str) -> None:
         if self.server:
             col = self.named_collection("uploads")
