@@ -47,19 +47,25 @@ SMEM_RESERVED = 1024  # mbarriers + tmem pointer holder, padded to the 1024 B bu
 class BlockScaledGemmSm100:
     """Compile-time configuration + the jit host function + the device kernel.
 
-    tile_n:     128 or 256 (N extent of one CTA tile; M extent is always 128).
+    tile_n:     64, 128 or 256 (N extent of one CTA tile; M extent is always 128). 64 doubles the
+                tiles of a skinny problem (gemm M = 128: 32-56 tiles of 128 x 128 for 148 SMs); see
+                _setup for what it changes in the scale-factor path.
     num_b:      1 (gemm) or 2 (dual gemm sharing A).
     num_groups: 1 (gemm/dual, batch L allowed) or G > 1 (group gemm, L = 1, same N and K).
     """
 
     def __init__(self, tile_n: int = 128, num_b: int = 1, num_groups: int = 1, sm_count: int = 148):
-        if tile_n not in (128, 256):
-            raise ValueError(f"tile_n must be 128 or 256, got {tile_n}")
+        if tile_n not in (64, 128, 256):
+            raise ValueError(f"tile_n must be 64, 128 or 256, got {tile_n}")
         if num_b not in (1, 2):
             raise ValueError(f"num_b must be 1 or 2, got {num_b}")
         if num_groups < 1:
             raise ValueError(f"num_groups must be >= 1, got {num_groups}")
         self.tile_n = tile_n
+        # The SFB atom covers 128 rows of B: a 64-row tile still loads (TMA) and copies to TMEM
+        # (tcgen05.cp) the scales of the 128-row block it lies in, and its MMA reads them from
+        # the half it needs (see the MMA warp).
+        self.sfb_tile_n = max(tile_n, 128)
         self.num_b = num_b
         self.num_groups = num_groups
         # Persistent grid: one CTA per SM (cluster 1x1), at most one CTA fits per SM anyway
@@ -90,6 +96,15 @@ class BlockScaledGemmSm100:
             AB_DTYPE, AB_DTYPE, tcgen05.OperandMajorMode.K, tcgen05.OperandMajorMode.K,
             SF_DTYPE, SF_VEC_SIZE, tcgen05.CtaGroup.ONE, self.mma_tiler[:2],
         )
+        # SFB is loaded and partitioned through an MMA view whose N is the SF atom's 128 rows
+        # (tile_n 64); for tile_n 128 / 256 it is the main one.
+        self.mma_tiler_sfb = (MMA_TILE_M, self.sfb_tile_n, self.mma_tiler[2])
+        self.tiled_mma_sfb = self.tiled_mma
+        if self.sfb_tile_n != self.tile_n:
+            self.tiled_mma_sfb = sm100_utils.make_blockscaled_trivial_tiled_mma(
+                AB_DTYPE, AB_DTYPE, tcgen05.OperandMajorMode.K, tcgen05.OperandMajorMode.K,
+                SF_DTYPE, SF_VEC_SIZE, tcgen05.CtaGroup.ONE, self.mma_tiler_sfb[:2],
+            )
         # 1-CTA MMA (no 2-SM pair): gemm has M = 128 and group gemm has M < 256 per group, so a
         # 256-row 2-CTA MMA would mostly multiply padding. Cluster 1x1: no multicast.
         self.cluster_shape_mnk = (1, 1, 1)
@@ -115,7 +130,7 @@ class BlockScaledGemmSm100:
         # TMEM columns: accumulators first, then the scale factors the MMA reads.
         # SFA: 128 rows / 32 lanes x 4 k-blocks = 16 columns; SFB likewise per 128 N rows.
         self.num_sfa_tmem_cols = (MMA_TILE_M // 32) * MMA_INST_PER_K_TILE
-        self.num_sfb_tmem_cols = (self.tile_n // 32) * MMA_INST_PER_K_TILE
+        self.num_sfb_tmem_cols = (self.sfb_tile_n // 32) * MMA_INST_PER_K_TILE
         self.num_acc_tmem_cols = self.tile_n * self.num_b * self.num_acc_stage
 
     def _compute_stages(self):
@@ -124,7 +139,7 @@ class BlockScaledGemmSm100:
         # gemm 128x256: 2 x 256 + 16 + 32 > 512, so 1 stage (the tuned baseline's
         # "1 if N == 256 else 2"; worklog: forcing 2 there regressed 2-7 %). dual: two
         # accumulators per stage, 2 x 2 x 128 + 48 > 512, so 1 stage.
-        sf_cols = (MMA_TILE_M // 32) * MMA_INST_PER_K_TILE + self.num_b * (self.tile_n // 32) * MMA_INST_PER_K_TILE
+        sf_cols = (MMA_TILE_M // 32) * MMA_INST_PER_K_TILE + self.num_b * (self.sfb_tile_n // 32) * MMA_INST_PER_K_TILE
         two_stage_cols = 2 * self.num_b * self.tile_n + sf_cols
         self.num_acc_stage = 2 if two_stage_cols <= TMEM_COLS else 1
 
@@ -201,8 +216,7 @@ class BlockScaledGemmSm100:
         tiled_mma = self.tiled_mma
         # Cluster 1x1, 1-CTA MMA: a plain (non-multicast) bulk tensor load.
         self.tma_load_op = sm100_utils.cluster_shape_to_tma_atom_A((1, 1), tiled_mma.thr_id)
-        # SFB is read by a second "MMA" view whose N is rounded up to 128 rows (the SF atom);
-        # with tile_n in {128, 256} it equals the main one, so one tiled MMA serves both.
+        tiled_mma_sfb = self.tiled_mma_sfb
 
         # pattern: tensormap
         # Per-group TMA descriptors are built here, on the host, and passed as __grid_constant__
@@ -253,7 +267,7 @@ class BlockScaledGemmSm100:
                 ssfb_one = cute.slice_(self.sfb_smem_layout, (None, None, None, 0))
                 atom, tens = cute.nvgpu.make_tiled_tma_atom_B(
                     self.tma_load_op, sfb, ssfb_one,
-                    self.mma_tiler, tiled_mma, self.cluster_layout_vmnk.shape, internal_type=cutlass.Int16)
+                    self.mma_tiler_sfb, tiled_mma_sfb, self.cluster_layout_vmnk.shape, internal_type=cutlass.Int16)
                 sfbs_atoms.append(atom)
                 sfbs_tens.append(tens)
             # end pattern
@@ -288,7 +302,7 @@ class BlockScaledGemmSm100:
         # end pattern
 
         self.kernel(
-            tiled_mma, tuple(tma_a), tuple(m_a), tuple(tma_b), tuple(m_b),
+            tiled_mma, tiled_mma_sfb, tuple(tma_a), tuple(m_a), tuple(tma_b), tuple(m_b),
             tuple(tma_sfa), tuple(m_sfa), tuple(tma_sfb), tuple(m_sfb), tuple(tma_c), tuple(m_c),
             self.cluster_layout_vmnk, self.a_smem_layout, self.b_smem_layout,
             self.sfa_smem_layout, self.sfb_smem_layout, self.c_smem_layout, self.epi_tile,
@@ -303,6 +317,7 @@ class BlockScaledGemmSm100:
     def kernel(
         self,
         tiled_mma: cute.TiledMma,
+        tiled_mma_sfb: cute.TiledMma,
         tma_a: tuple, m_a: tuple, tma_b: tuple, m_b: tuple,
         tma_sfa: tuple, m_sfa: tuple, tma_sfb: tuple, m_sfb: tuple,
         tma_c: tuple, m_c: tuple,
@@ -381,6 +396,8 @@ class BlockScaledGemmSm100:
 
         # Global tiles and their TMA partitions, per group (trace-time lists, not runtime data).
         thr_mma = tiled_mma.get_slice(0)
+        thr_mma_sfb = tiled_mma_sfb.get_slice(0)
+        tiler_nk_sfb = cute.slice_(self.mma_tiler_sfb, (0, None, None))
         tiler_mk = cute.slice_(self.mma_tiler, (None, 0, None))
         tiler_nk = cute.slice_(self.mma_tiler, (0, None, None))
         tiler_mn = cute.slice_(self.mma_tiler, (None, None, 0))
@@ -405,13 +422,13 @@ class BlockScaledGemmSm100:
             group_n_tiles.append(cute.size(cute.local_tile(m_b[g][0], tiler_nk, (None, None, None)), mode=[2]))
             for j in cutlass.range_constexpr(NB):
                 gB = cute.local_tile(m_b[g][j], tiler_nk, (None, None, None))
-                gSFB = cute.local_tile(m_sfb[g][j], tiler_nk, (None, None, None))
+                gSFB = cute.local_tile(m_sfb[g][j], tiler_nk_sfb, (None, None, None))
                 s_part, g_part = cpasync.tma_partition(
                     tma_b[g][j], 0, one_cta, cute.group_modes(sB[j], 0, 3), cute.group_modes(thr_mma.partition_B(gB), 0, 3))
                 bs_s.append(s_part)
                 bs_g.append(g_part)
                 s_part, g_part = cpasync.tma_partition(
-                    tma_sfb[g][j], 0, one_cta, cute.group_modes(sSFB[j], 0, 3), cute.group_modes(thr_mma.partition_B(gSFB), 0, 3))
+                    tma_sfb[g][j], 0, one_cta, cute.group_modes(sSFB[j], 0, 3), cute.group_modes(thr_mma_sfb.partition_B(gSFB), 0, 3))
                 sfbs_s.append(cute.filter_zeros(s_part))
                 sfbs_g.append(cute.filter_zeros(g_part))
             tBsB.append(bs_s)
@@ -444,6 +461,8 @@ class BlockScaledGemmSm100:
             ab_producer_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.num_ab_stage)
             while work_tile.is_valid_tile:
                 group, local_m, tile_n, tile_l, k_tile_cnt = self._locate_tile(work_tile.tile_idx, tiles_info)
+                # The 128-row SFB block holding this tile's rows (tile_n 64: two tiles share one).
+                sfb_n = tile_n // (self.sfb_tile_n // self.tile_n)
                 for k_tile in cutlass.range(0, k_tile_cnt, 1, unroll=1):
                     # Wait until the MMA has released this stage, then load all operands of one
                     # k-tile onto the stage's transaction barrier.
@@ -460,7 +479,7 @@ class BlockScaledGemmSm100:
                             cute.copy(tma_sfa[g], tAgSFA[g][(None, local_m, k_tile, tile_l)], tAsSFA[g][(None, stage)], tma_bar_ptr=bar)
                             for j in cutlass.range_constexpr(NB):
                                 cute.copy(tma_b[g][j], tBgB[g][j][(None, tile_n, k_tile, tile_l)], tBsB[g][j][(None, stage)], tma_bar_ptr=bar)
-                                cute.copy(tma_sfb[g][j], tBgSFB[g][j][(None, tile_n, k_tile, tile_l)], tBsSFB[g][j][(None, stage)], tma_bar_ptr=bar)
+                                cute.copy(tma_sfb[g][j], tBgSFB[g][j][(None, sfb_n, k_tile, tile_l)], tBsSFB[g][j][(None, stage)], tma_bar_ptr=bar)
                     # end pattern
                     ab_producer_state.advance()
                 tile_sched.advance_to_next_work()
@@ -498,6 +517,14 @@ class BlockScaledGemmSm100:
             acc_producer_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.num_acc_stage)
             while work_tile.is_valid_tile:
                 group, local_m, tile_n, tile_l, k_tile_cnt = self._locate_tile(work_tile.tile_idx, tiles_info)
+                # tile_n 64: TMEM holds the scales of the whole 128-row SFB block; an odd tile's
+                # rows are its second half, which starts 2 columns further on.
+                tCtSFB_mma = tCtSFB
+                if cutlass.const_expr(self.sfb_tile_n != self.tile_n):
+                    half = (tile_n % 2) * 2
+                    tCtSFB_mma = [cute.make_tensor(cute.recast_ptr(
+                        acc_tmem_ptr + self.num_acc_tmem_cols + self.num_sfa_tmem_cols + j * self.num_sfb_tmem_cols + half,
+                        dtype=SF_DTYPE), tCtSFB[j].layout) for j in range(NB)]
                 # Wait for the epilogue to have drained this accumulator stage.
                 acc_pipeline.producer_acquire(acc_producer_state)
                 acc_first = acc_producer_state.index * NB
@@ -519,7 +546,7 @@ class BlockScaledGemmSm100:
                         tiled_mma.set(tcgen05.Field.ACCUMULATE, k_tile != 0)
                         cute.gemm(tiled_mma, acc,
                                   [tCrA[(None, None, None, stage)], tCtSFA],
-                                  [tCrB[j][(None, None, None, stage)], tCtSFB[j]],
+                                  [tCrB[j][(None, None, None, stage)], tCtSFB_mma[j]],
                                   acc)
                     # tcgen05.commit: the stage is released when these MMAs have read it.
                     ab_pipeline.consumer_release(ab_consumer_state)

@@ -1,9 +1,11 @@
 """sm100 backend for the gemm problem: c = A * B^T (NVFP4 in, fp16 out), one launch.
 
-Configuration (reasons in blockscaled_gemm.py): 128 x 128 tiles, 1-CTA tcgen05 MMA, persistent
-grid of one CTA per SM. 128 x 128 rather than 128 x 256 for the benchmark shapes (M = 128,
-N = 4096..7168): N = 256 tiles would leave 16-28 tiles for 148 SMs; with 128 there are 32-56,
-and the k-loop (8-64 k-tiles) is long enough to amortize each tile's prologue.
+Configuration (reasons in blockscaled_gemm.py): 1-CTA tcgen05 MMA, persistent grid of one CTA
+per SM, 128-row tiles of N = 128, or N = 64 when 128 x 128 tiles leave SMs idle (tile_n_for): the
+benchmark shapes (M = 128, N = 4096..7168) have 32-56 tiles of 128 x 128 for 148 SMs and 64-112
+of 128 x 64. N = 256 would leave 16-28. The k-loop (8-64 k-tiles) amortizes each tile's prologue.
+Split-K over a cluster would add CTAs too, but needs a cross-CTA reduction of fp32 accumulators
+that live in tensor memory (worklog-sm100-kernels.md says why N = 64 was chosen).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from .. import cute_host
 from ..errors import ShapeError
 
 TILE_N = 128
+NARROW_TILE_N = 64
 SF_VEC = 16
 FP4 = torch.float4_e2m1fn_x2
 AB_ALIGN = 32  # bytes; matches host.TMA_ALIGN (K % 256 == 0 keeps every row 128 B aligned)
@@ -46,20 +49,35 @@ def validate(data) -> tuple:
     return check_gemm_operands("gemm", a, [b], sfa_perm, [sfb_perm], c)
 
 
-def compile_kernel(sm_count: int = None):
+def tile_n_for(m: int, n: int, l: int, num_b: int, sm_count: int) -> int:
+    """N extent of the output tiles: 64 when it finishes sooner in a load-bound model, else 128.
+
+    A persistent CTA takes tiles in waves of sm_count. Per k-tile a CTA loads 128 rows of A and
+    N rows of each B (same bytes per row), so a 64-wide tile costs (1 + num_b / 2) / (1 + num_b)
+    of a 128-wide one (0.75 gemm, 0.67 dual) and there are twice as many. gemm M = 128 (32-56
+    tiles of 128 x 128 for 148 SMs) and dual M = 256 (48-64) get 64; dual M = 512 N = 4096 (128
+    tiles, one wave) keeps 128. A model, not a measurement: no B200 has run these kernels.
+    """
+    tiles_128 = -(-m // 128) * -(-n // TILE_N) * l
+    narrow_cost = (1 + num_b / 2) / (1 + num_b)
+    waves_128, waves_64 = -(-tiles_128 // sm_count), -(-2 * tiles_128 // sm_count)
+    return NARROW_TILE_N if waves_64 * narrow_cost < waves_128 else TILE_N
+
+
+def compile_kernel(tile_n: int = TILE_N, sm_count: int = None):
     from . import host  # imports cutlass (sm_100a): only when compiling or running
 
-    return host.compile_gemm_family(TILE_N, 1, 1, sm_count or cute_host.sm_count())
+    return host.compile_gemm_family(tile_n, 1, 1, sm_count or cute_host.sm_count())
 
 
 def _prepare(data):
     """Launcher for one input: checks, capability, torch -> CuTe conversion, done once per input."""
-    validate(data)
+    m, n, _k, l = validate(data)
     a, b, _sfa, _sfb, sfa_perm, sfb_perm, c = data
     cute_host.require_capability((10, 0), "sm100")
     from . import host
 
-    _, compiled = compile_kernel()
+    _, compiled = compile_kernel(tile_n_for(m, n, l, 1, cute_host.sm_count()))
     return cute_host.launcher(compiled, [
         host.operand(a), host.operand(b), host.permuted_scales_ptr("sfa_perm", sfa_perm),
         host.permuted_scales_ptr("sfb_perm", sfb_perm), host.output(c)])
@@ -79,4 +97,5 @@ def run(data):
 
 
 # Static configurations the benchmark shapes use (one compile serves all of them).
-BENCHMARK_CONFIGS = {"gemm": dict(tile_n=TILE_N, num_b=1, num_groups=1)}
+BENCHMARK_CONFIGS = {"gemm": dict(tile_n=TILE_N, num_b=1, num_groups=1),
+                     "gemm_n64": dict(tile_n=NARROW_TILE_N, num_b=1, num_groups=1)}

@@ -92,6 +92,18 @@ def test_gemm_rejects_permuted_scales_in_another_storage_order():
 
 @pytest.mark.skipif(cute_host.device_capability() == (10, 0),
                     reason="this machine has a CC 10.0 GPU; the refusal does not apply")
+@pytest.mark.parametrize("m,n,num_b,tile_n", [
+    (128, 7168, 1, 64), (128, 4096, 1, 64),  # gemm benchmarks: 56 / 32 tiles of 128 x 128 for 148 SMs
+    (256, 4096, 2, 64), (256, 3072, 2, 64),  # dual M = 256: 64 / 48 tiles
+    (512, 4096, 2, 128), (512, 3072, 2, 128),  # 128 / 96 tiles: N = 64 needs two waves, no gain
+    (1024, 4096, 1, 128),  # 256 tiles: the machine is full
+])
+def test_narrow_tiles_only_where_wide_ones_leave_sms_idle(m, n, num_b, tile_n):
+    from kernels.sm100.gemm import tile_n_for
+
+    assert tile_n_for(m, n, 1, num_b, cute_host.B200_SM_COUNT) == tile_n
+
+
 def test_run_refuses_without_blackwell_gpu():
     from kernels.sm100 import gemm
 

@@ -14,7 +14,7 @@ from sass import sass_reports
 
 from kernels import cute_host
 
-CONFIGS = ["gemm", "dual_gemm", "group_gemm_g8", "group_gemm_g2", "gemv"]
+CONFIGS = ["gemm", "gemm_n64", "dual_gemm", "dual_gemm_n64", "group_gemm_g8", "group_gemm_g2", "gemv"]
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,16 @@ def test_dual_gemm_issues_two_mmas_per_a_load(reports):
     # One A (+SFA) load per k-tile in both; dual adds B2 + SFB2 loads and doubles the MMAs.
     assert dual["TMA load (UTMALDG)"] == gemm["TMA load (UTMALDG)"] + 2
     assert dual["tcgen05.mma (UTC*MMA)"] == 2 * gemm["tcgen05.mma (UTC*MMA)"]
+
+
+@pytest.mark.parametrize("wide,narrow", [("gemm", "gemm_n64"), ("dual_gemm", "dual_gemm_n64")])
+def test_narrow_tiles_load_and_copy_the_whole_sfb_block(reports, wide, narrow):
+    w, n = reports[wide]["counts"], reports[narrow]["counts"]
+    # N = 64 tiles: the same operand loads and MMAs per k-tile as N = 128, and the same four
+    # tcgen05.cp per scale tensor: SFB is copied for its whole 128-row atom, the MMA picks a half.
+    for what in ("TMA load (UTMALDG)", "tcgen05.mma (UTC*MMA)", "tcgen05.cp (UTCCP)"):
+        assert n[what] == w[what], what
+    assert reports[narrow]["stages"]["smem_bytes"] <= 232448
 
 
 def test_group_gemm_uses_one_descriptor_set_per_group(reports):
