@@ -46,7 +46,9 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
             raise ToolError(str(e)) from None
 
     def packed(payload: dict, budget: int, title: str) -> str:
-        return pack(payload["results"], budget, title)["text"]
+        if payload.get("match") == "none":
+            return f"{title}\nmatch: none (no passage in the index matches this query)"
+        return pack(payload["results"], budget, f"{title} (match: {payload.get('match', 'weak')})")["text"]
 
     @mcp.tool()
     async def search_lessons(query: Annotated[str, Field(min_length=1, max_length=2000)],

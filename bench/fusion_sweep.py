@@ -1,33 +1,148 @@
-"""Choose the hybrid fusion by measurement: every candidate in brain.search.FUSION_WEIGHTS on an eval set.
+"""Choose the lexical field weight, the thesaurus expansion weight and the hybrid fusion on TUNE halves only,
+then print the chosen configuration's figures on the REPORT halves (brain/evaluate.py states the split rule).
 
-Usage: BRAIN_HOME=... python bench/fusion_sweep.py [EVAL_JSON ...]   (default: bench/eval_shipped.json)
-The index must already hold the corpora the questions are about (`brain ingest`).
+Usage: python bench/fusion_sweep.py [--ablate] EVAL_JSON[@BRAIN_HOME] [...]   (a file without @: $BRAIN_HOME)
+e.g.   python bench/fusion_sweep.py bench/eval_shipped.json@/tmp/h/shipped bench/eval_kernel_code.json@/tmp/h/code
+
+Each index must already hold the corpora its questions are about (`brain ingest`). The score of a
+configuration is the mean over the files of hybrid MRR@10 on their tune halves; among configurations
+within 0.002 of the best, the one whose hybrid is nearest to beating max(bm25, dense) on every tune half
+wins. Nothing about the report halves enters the choice: they are printed after it is made.
+--ablate skips the search and prints the defaults against each of their parts switched off, on both halves.
 """
 from __future__ import annotations
 
+import itertools
+from dataclasses import replace
+import os
 import sys
 from pathlib import Path
 
-from brain.config import Settings
-from brain.evaluate import evaluate, load_questions
-from brain.search import FUSION, FUSION_WEIGHTS
-from brain.service import Brain
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import brain.search as search  # noqa: E402
+import brain.thesaurus as thesaurus  # noqa: E402
+from brain.config import Settings  # noqa: E402
+from brain.evaluate import evaluate, load_questions  # noqa: E402
+from brain.lexical import CONTEXT_WEIGHT, LexicalIndex  # noqa: E402
+from brain.service import Brain  # noqa: E402
+
+# 2 and 3 won on the tune halves but lost on every report half (--ablate, README): the context field is kept
+# at weight 1 and the sweep no longer varies it
+CONTEXT_WEIGHTS = (1,)
+EXPANSIONS = (0.0, 0.15)  # 0: thesaurus off (0.3 and 0.5 lost on every tune half in earlier sweeps)
+FUSIONS = ([search.Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0) for c in (1.0, 0.25)]
+           + [search.Fusion(beta=b, beta_decisive=bd, gap=g, code_dense=c)
+              for g, bd, b, c in itertools.product((0.1, 0.25), (0.1, 0.2), (0.5, 1.0), (1.0, 0.5, 0.25))]
+           + [search.Fusion(beta=b, beta_decisive=0.2, gap=1.0, ident=True, code_dense=c)
+              for b in (0.5, 1.0) for c in (1.0, 0.25)]
+           + [search.Fusion(rrf=True)])
+
+
+def cache(searcher) -> None:
+    """Memoise both retrievers per (query, filters): a dense list never changes during the sweep, a bm25 list
+    only when the lexical configuration does (set_lexical clears it)."""
+    for name in ("_dense", "_bm25"):
+        fn, memo = getattr(searcher, name), {}
+
+        def cached(snap, query, f, n, fn=fn, memo=memo):
+            key = (query, repr(f), n)
+            if key not in memo:
+                memo[key] = fn(snap, query, f, n)
+            return memo[key]
+        cached.memo = memo
+        setattr(searcher, name, cached)
+
+
+def load_sets(args: list[str]) -> list[tuple[str, list[dict], Brain]]:
+    brains: dict[str, Brain] = {}
+    embedder = None
+    sets = []
+    for arg in args:
+        file, _, home = arg.partition("@")
+        home = home or os.environ.get("BRAIN_HOME", ".brain")
+        if home not in brains:
+            brains[home] = Brain(Settings(home=Path(home)), embedder=embedder)
+            embedder = brains[home].embedder
+            cache(brains[home].searcher)
+        sets.append((Path(file).name, load_questions(Path(file)), brains[home]))
+    return sets
+
+
+def set_lexical(sets, context_weight: int) -> None:
+    for brain in {id(b): b for _, _, b in sets}.values():
+        brain.searcher._bm25.memo.clear()
+        snap = brain.searcher.snapshot()
+        snap.lexical = LexicalIndex.build(snap.ids, [f"{m['context']}\n{t}" for t, m in zip(snap.texts, snap.metas)],
+                                          context_weight)
+
+
+def run(sets, split: str, modes=("hybrid",), fusion=None) -> dict[str, dict]:
+    return {name: evaluate(b.searcher, qs, modes, fusion=fusion, split=split)["modes"] for name, qs, b in sets}
+
+
+def ablate(sets) -> None:
+    """The defaults against each of their parts switched off, on both halves (what each part is worth)."""
+    f = search.FUSION
+    variants = {"defaults": (CONTEXT_WEIGHT, True, f),
+                "no thesaurus": (CONTEXT_WEIGHT, False, f),
+                "context field weight 3": (3, True, f),
+                "code cosine at full weight": (CONTEXT_WEIGHT, True, replace(f, code_dense=1.0)),
+                "decisive-lead rule (gap 0.1, beta 0.2)": (CONTEXT_WEIGHT, True, replace(f, gap=0.1, beta_decisive=0.2)),
+                "previous default (lexical-first-0.2)": (CONTEXT_WEIGHT, False, search.Fusion(beta=0.2, beta_decisive=0.2))}
+    for split in ("tune", "report"):
+        print(f"{split} halves: hybrid MRR@10 " + " ".join(f"{name:>12.12}" for name, _, _ in sets))
+        for label, (cw, expand, fusion) in variants.items():
+            set_lexical(sets, cw)
+            search.EXPAND = expand
+            res = run(sets, split, fusion=fusion)
+            print(f"  {label:<38}" + " ".join(f"{r['hybrid']['mrr@10']:>12.3f}" for r in res.values()), flush=True)
+    set_lexical(sets, CONTEXT_WEIGHT)
+    search.EXPAND = True
 
 
 def main() -> None:
-    files = [Path(a) for a in sys.argv[1:]] or [Path(__file__).with_name("eval_shipped.json")]
-    brain = Brain(Settings())
-    for file in files:
-        questions = load_questions(file)
-        print(f"{file.name}: {len(questions)} questions (current default fusion: {FUSION})")
-        base = evaluate(brain.searcher, questions, ("bm25", "dense"))["modes"]
-        print(f"{'fusion':<12} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'ndcg@10':>8}")
-        for name in ("bm25", "dense"):
-            r = base[name]
-            print(f"{name + ' only':<12} {r['hit@1']:>6.3f} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} {r['ndcg@10']:>8.3f}")
-        for name in FUSION_WEIGHTS:
-            r = evaluate(brain.searcher, questions, ("hybrid",), fusion=name)["modes"]["hybrid"]
-            print(f"{name:<12} {r['hit@1']:>6.3f} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} {r['ndcg@10']:>8.3f}")
+    args = sys.argv[1:]
+    if not args:
+        sys.exit(__doc__)
+    if args[0] == "--ablate":
+        ablate(load_sets(args[1:]))
+        return
+    sets = load_sets(args)
+    print(f"current defaults: context weight {CONTEXT_WEIGHT}, expansion "
+          f"{thesaurus.EXPANSION_WEIGHT if search.EXPAND else 'off'}, fusion {search.FUSION.name}", flush=True)
+    rows = []
+    for cw, ew in itertools.product(CONTEXT_WEIGHTS, EXPANSIONS):
+        set_lexical(sets, cw)
+        search.EXPAND = ew > 0
+        thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT
+        base = run(sets, "tune", ("bm25", "dense"))
+        for fusion in FUSIONS:
+            hyb = run(sets, "tune", fusion=fusion)
+            mrr = sum(h["hybrid"]["mrr@10"] for h in hyb.values()) / len(hyb)
+            deficit = sum(max(0.0, max(base[n]["bm25"]["mrr@10"], base[n]["dense"]["mrr@10"]) - hyb[n]["hybrid"]["mrr@10"])
+                          for n in hyb)
+            rows.append((mrr, deficit, cw, ew, fusion, hyb, base))
+        best = max(r[0] for r in rows if r[2] == cw and r[3] == ew)
+        print(f"context weight {cw}, expansion {ew}: bm25 tune MRR "
+              + " ".join(f"{n} {b['bm25']['mrr@10']:.3f}" for n, b in base.items())
+              + f"; best hybrid mean {best:.3f}", flush=True)
+    top = max(r[0] for r in rows)
+    mrr, deficit, cw, ew, fusion, hyb, base = min((r for r in rows if r[0] >= top - 0.002), key=lambda r: (r[1], -r[0]))
+    print(f"\nchosen on tune halves: context weight {cw}, expansion weight {ew or 'off'}, fusion {fusion.name} "
+          f"(mean tune MRR@10 {mrr:.3f}, shortfall against the better single retriever {deficit:.3f})")
+    set_lexical(sets, cw)
+    search.EXPAND = ew > 0
+    thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT
+    for split in ("tune", "report"):
+        res = run(sets, split, ("bm25", "dense", "hybrid"), fusion=fusion)
+        print(f"{split} halves        {'n':>3} {'mode':<7} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'chars@5':>8}")
+        for (name, qs, _), (_, modes) in zip(sets, res.items()):
+            n = sum(q["split"] == split for q in qs)
+            for mode, r in modes.items():
+                print(f"{name:<22} {n:>3} {mode:<7} {r['hit@1']:>6.3f} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} "
+                      f"{r['mean_chars@5']:>8.0f}")
+        print()
 
 
 if __name__ == "__main__":

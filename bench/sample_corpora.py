@@ -1,6 +1,6 @@
 """Ingest the two sample corpora into a fresh temporary index, time it, then measure retrieval on them.
 
-Usage: python bench/sample_corpora.py [--questions bench/eval_sample_corpora.json] [--modes bm25,dense,hybrid]
+Usage: python bench/sample_corpora.py [--questions FILE ...] [--split report|tune|all] [--modes bm25,dense,hybrid]
                                       [--root /work/shared/sample-corpora] [--keep DIR]
 
 Prints the ingest figures (wall time, files, chunks, chunks/s, MB/s, the same texts' raw encode time as in
@@ -37,7 +37,8 @@ from brain.search import MODES  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
 DEFAULT_ROOT = Path("/work/shared/sample-corpora")
-DEFAULT_QUESTIONS = Path(__file__).with_name("eval_sample_corpora.json")
+DEFAULT_QUESTIONS = [Path(__file__).with_name("eval_sample_corpora.json"),
+                     Path(__file__).with_name("eval_sample_corpora_b.json")]
 CORPORA = ("kernelwiki", "cutedsl")
 
 
@@ -95,7 +96,9 @@ def table(title: str, report: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="folder holding kernelwiki/ and cutedsl/")
-    ap.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS)
+    ap.add_argument("--questions", type=Path, nargs="+", default=DEFAULT_QUESTIONS)
+    ap.add_argument("--split", choices=("tune", "report", "all"), default="report",
+                    help="which fixed half of the questions (README: figures are quoted on report halves)")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: bm25,dense,hybrid")
     ap.add_argument("--keep", type=Path, help="empty or new folder to build the index in and keep afterwards "
                                                "(default: a temporary one, deleted at the end)")
@@ -111,7 +114,8 @@ def main() -> int:
         print(f"error: sample corpus folder not found: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
-        questions = load_questions(args.questions)
+        questions = [q for file in args.questions for q in load_questions(file)
+                     if args.split == "all" or q["split"] == args.split]
     except BrainError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -162,7 +166,8 @@ def main() -> int:
             print(f"skipped: {'; '.join(summary.skipped)}")
 
         by_corpus = {c: sum(q.get("corpus") == c for q in questions) for c in CORPORA}
-        print(f"\nquestions: {len(questions)} ({', '.join(f'{c} {n}' for c, n in by_corpus.items())})")
+        print(f"\nquestions ({args.split} half): {len(questions)} "
+              f"({', '.join(f'{c} {n}' for c, n in by_corpus.items())})")
         scoped = evaluate(b.searcher, questions, modes)
         print(table("each question searched within its corpus:", scoped))
         unscoped = evaluate(b.searcher, [{k: v for k, v in q.items() if k != "corpus"} for q in questions], modes)

@@ -72,8 +72,10 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_snippets)
 
-    p = sub.add_parser("eval", help="retrieval quality on a question file: hit@1, hit@5, MRR@10, nDCG@10")
-    p.add_argument("file", type=Path, help='JSON list of {"q": ..., "any": [needle, ...]}')
+    p = sub.add_parser("eval", help="retrieval quality on question files: hit@1, hit@5, MRR@10, nDCG@10")
+    p.add_argument("file", type=Path, nargs="+", help='JSON lists of {"q": ..., "any": [needle, ...]}')
+    p.add_argument("--split", choices=("tune", "report", "all"), default="all",
+                   help="which fixed half of each file (tune: for choosing parameters; report: for quoting)")
     p.add_argument("--mode", choices=("hybrid", "bm25", "dense"), help="only this mode")
     p.add_argument("--corpus", help="only search this corpus")
     p.add_argument("--json", action="store_true")
@@ -163,8 +165,14 @@ def cmd_watch(args, settings: Settings) -> int:
 
 
 def print_hits(payload: dict) -> None:
+    match = payload.get("match")
+    if match == "none":
+        print("match: none (no passage matches this query; nothing in the index uses its words or meaning)")
+        return
     if not payload["results"]:
         print("no results")
+    elif match:
+        print(f"match: {match}\n")
     for r in payload["results"]:
         tags = ", ".join(r["tags"])
         print(f"{r['rank']}. {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  [{r['kind']}] {tags}")
@@ -195,21 +203,29 @@ def cmd_snippets(args, settings: Settings) -> int:
 
 def cmd_eval(args, settings: Settings) -> int:
     from brain.evaluate import evaluate, load_questions
-    questions = load_questions(args.file)
-    report = evaluate(open_index(settings).searcher, questions, (args.mode,) if args.mode else MODES, args.corpus)
+    sets = [(file, load_questions(file)) for file in args.file]  # every file checked before any search
+    searcher = open_index(settings).searcher
+    reports = {str(file): evaluate(searcher, questions, (args.mode,) if args.mode else MODES, args.corpus,
+                                   split=args.split) for file, questions in sets}
     if args.json:
-        for row in report["modes"].values():
-            row.pop("misses@5")
-        print(json.dumps(report))
+        for report in reports.values():
+            for row in report["modes"].values():
+                row.pop("misses@5")
+        print(json.dumps(reports[str(args.file[0])] if len(reports) == 1 else reports))
         return 0
-    print(f"{report['n']} questions")
-    print(f"{'mode':<8} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'ndcg@10':>8} {'p50 ms':>7} {'chars@5':>8}")
-    for mode, r in report["modes"].items():
-        print(f"{mode:<8} {r['hit@1']:>6.3f} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} {r['ndcg@10']:>8.3f} "
-              f"{r['p50_ms']:>7.1f} {r['mean_chars@5']:>8.0f}")
-        if args.show_misses:
-            for q in r["misses@5"]:
-                print(f"    miss: {q}")
+    for file, report in reports.items():
+        print(f"{file}: {report['n']} questions (split {report['split']})")
+        print(f"{'mode':<8} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'ndcg@10':>8} {'p50 ms':>7} {'chars@5':>8}")
+        for mode, r in report["modes"].items():
+            print(f"{mode:<8} {r['hit@1']:>6.3f} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} {r['ndcg@10']:>8.3f} "
+                  f"{r['p50_ms']:>7.1f} {r['mean_chars@5']:>8.0f}")
+            for t, row in r["by_type"].items():
+                print(f"    {t:<12} n={row['n']:<3} hit@1 {row['hit@1']:.3f}  hit@5 {row['hit@5']:.3f}  "
+                      f"mrr@10 {row['mrr@10']:.3f}")
+            if args.show_misses:
+                for q in r["misses@5"]:
+                    print(f"    miss: {q}")
+        print()
     return 0
 
 

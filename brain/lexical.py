@@ -4,9 +4,14 @@ Identifiers are indexed whole and split (`tcgen05.make_s2t_copy` -> tcgen05.make
 make_s2t_copy, make, s2t, copy; `PipelineTmaUmma` -> pipelinetmaumma, pipeline, tma, umma), and numbers
 keep their units (`466µs` -> 466µs, 466; `7.5%` -> 7.5%, 7.5), so both an exact identifier and a
 paraphrase in words find the same passage.
+
+Each indexed text is `context\nbody`: its first line (the heading path, or the enclosing signature for code) is
+a field worth CONTEXT_WEIGHT times the body (its tokens are counted that many times). A query is a weighted
+bag of tokens: its own at 1.0, thesaurus expansions (brain/thesaurus.py) at their lower weight.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -69,6 +74,26 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+CONTEXT_WEIGHT = 1  # the context line's tokens count this many times: 2-3 won on the tune halves but lost on
+                    # every report half (bench/fusion_sweep.py --ablate), so the field keeps weight 1
+INDEX_VERSION = 2  # bump when tokenize() or the document composition changes: a saved index is then rebuilt
+
+
+def _version() -> str:
+    return f"{INDEX_VERSION}/context-weight-{CONTEXT_WEIGHT}"  # a saved index built with another weight is stale
+
+
+def document_tokens(text: str, context_weight: int = CONTEXT_WEIGHT) -> list[str]:
+    """Tokens of one `context\nbody` text, the context line's repeated `context_weight` times."""
+    return list(_document_tokens(text, context_weight))
+
+
+@functools.lru_cache(maxsize=50_000)  # a rebuild after a write tokenizes only the chunks that changed
+def _document_tokens(text: str, context_weight: int) -> tuple[str, ...]:
+    context, _, body = text.partition("\n")
+    return tuple(tokenize(context) * context_weight + tokenize(body))
+
+
 class LexicalIndex:
     """BM25 over a fixed list of chunk ids; rebuilt after each ingest that changed something."""
 
@@ -77,21 +102,48 @@ class LexicalIndex:
         self.retriever = retriever
 
     @classmethod
-    def build(cls, ids: list[str], texts: list[str]) -> "LexicalIndex":
+    def build(cls, ids: list[str], texts: list[str], context_weight: int = CONTEXT_WEIGHT) -> "LexicalIndex":
         if not ids:
             return cls([], None)
         retriever = bm25s.BM25()
-        retriever.index([tokenize(t) or ["<empty>"] for t in texts], show_progress=False)
+        retriever.index([document_tokens(t, context_weight) or ["<empty>"] for t in texts], show_progress=False)
         return cls(list(ids), retriever)
 
-    def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
-        """Top-k (id, score) with score > 0; `allowed` is an optional boolean mask over ids."""
+    def known(self, token: str) -> bool:
+        return self.retriever is not None and token in self.retriever.vocab_dict
+
+    def doc_freq(self, token: str) -> int:
+        """How many chunks contain `token` (0 if none)."""
+        if not self.known(token):
+            return 0
+        t = self.retriever.vocab_dict[token]
+        indptr = self.retriever.scores["indptr"]
+        return int(indptr[t + 1] - indptr[t])
+
+    def scores(self, weighted: dict[str, float]) -> np.ndarray | None:
+        """BM25 of every chunk for a weighted bag of query tokens (unknown tokens are ignored)."""
+        groups: dict[float, list[str]] = {}
+        for tok, w in weighted.items():
+            if w > 0 and self.known(tok):
+                groups.setdefault(w, []).append(tok)
+        if not groups:
+            return None
+        total = None
+        for w, toks in groups.items():
+            s = self.retriever.get_scores(toks)
+            total = s * w if total is None else total + s * w
+        return total
+
+    def search(self, query: str | dict[str, float], k: int,
+               allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """Top-k (id, score) with score > 0 for a query text or a weighted token bag; `allowed` is an
+        optional boolean mask over ids."""
         if self.retriever is None:
             return []
-        tokens = [t for t in tokenize(query) if t in self.retriever.vocab_dict]
-        if not tokens:
+        weighted = query if isinstance(query, dict) else dict.fromkeys(tokenize(query), 1.0)
+        scores = self.scores(weighted)
+        if scores is None:
             return []
-        scores = self.retriever.get_scores(tokens)
         if allowed is not None:
             scores = np.where(allowed, scores, 0.0)
         k = min(k, len(self.ids))
@@ -102,11 +154,16 @@ class LexicalIndex:
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "ids.json").write_text(json.dumps(self.ids))
+        (folder / "version").write_text(_version())
         if self.retriever is not None:
             self.retriever.save(str(folder), show_progress=False)
 
     @classmethod
     def load(cls, folder: Path) -> "LexicalIndex":
+        """Raises ValueError for an index saved by another INDEX_VERSION (the caller rebuilds it)."""
+        version = (folder / "version").read_text().strip() if (folder / "version").exists() else "1"
+        if version != _version():
+            raise ValueError(f"lexical index version {version}, expected {_version()}")
         ids = json.loads((folder / "ids.json").read_text())
         if not ids:
             return cls([], None)

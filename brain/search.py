@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import re
 import threading
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from brain.config import Settings
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex, tokenize
 from brain.snapshot_cache import SnapshotCache, stored_vectors
+from brain.thesaurus import weighted_query
 from brain.store import Store
 from brain.patterns import PATTERNS
 from brain.taxonomy import KINDS, TAGS, resolve_kind, resolve_tag
@@ -114,67 +116,100 @@ def rrf(rankings: list[list[str]], k: int = RRF_K, weights: list[float] | None =
     return out
 
 
-def convex(lists: dict[str, list[tuple[str, float]]], weights: dict[str, float]) -> dict[str, float]:
-    """Convex mix of scores scaled to [0, 1] per retriever (min-max over its candidates; absent = 0)."""
-    out: dict[str, float] = {}
-    for name, ranked in lists.items():
-        if not ranked:
-            continue
-        hi, lo = ranked[0][1], ranked[-1][1]
-        span = (hi - lo) or 1.0
-        for i, score in ranked:
-            out[i] = out.get(i, 0.0) + weights.get(name, 0.0) * (score - lo) / span
-    return out
+@dataclass(frozen=True)
+class Fusion:
+    """Lexical-first fusion: bm25 divided by its best score (the top lexical match is 1.0) plus beta x raw
+    cosine. Unlike rank or min-max fusion this keeps each retriever's confidence, and beta depends on how
+    decisive the lexical signal is: when bm25's best score leads the runner-up by `gap` (a fraction of the
+    best) or, with `ident`, the best bm25 passage holds an identifier of the query (`tcgen05.commit`,
+    `acc_empty`), bm25's order is kept (`beta_decisive`, small); otherwise dense contributes `beta`."""
+    beta: float = 0.2
+    beta_decisive: float = 0.2
+    gap: float = 1.0  # 1.0: never decisive by the gap alone
+    ident: bool = False
+    code_dense: float = 1.0  # dense weight on code chunks relative to prose (a prose-trained embedding)
+    rrf: bool = False  # plain reciprocal rank fusion instead (measured for comparison)
+
+    @property
+    def name(self) -> str:
+        if self.rrf:
+            return "rrf"
+        if self.gap >= 1.0 and not self.ident:
+            name = f"lexical-first-{self.beta:g}"
+        else:
+            name = f"adaptive-{self.gap:g}-{self.beta_decisive:g}-{self.beta:g}" + ("-ident" if self.ident else "")
+        return name + (f"-code{self.code_dense:g}" if self.code_dense != 1.0 else "")
+
+    @classmethod
+    def parse(cls, name: str) -> "Fusion":
+        """`rrf`, `lexical-first-BETA[-codeC]` or `adaptive-GAP-BETA_DECISIVE-BETA[-ident][-codeC]`."""
+        try:
+            if name == "rrf":
+                return cls(rrf=True)
+            kind, _, rest = name.partition("-first-") if name.startswith("lexical-") else name.partition("-")
+            parts = rest.split("-")
+            code = float(parts.pop()[4:]) if parts[-1].startswith("code") else 1.0
+            if kind == "lexical" and len(parts) == 1:
+                return cls(beta=float(parts[0]), beta_decisive=float(parts[0]), code_dense=code)
+            ident = parts[-1] == "ident"
+            if kind == "adaptive" and len(parts) == 3 + ident:
+                g, bd, b = (float(x) for x in parts[:3])
+                return cls(beta=b, beta_decisive=bd, gap=g, ident=ident, code_dense=code)
+        except (ValueError, IndexError):
+            pass
+        raise BrainError(f"unknown fusion '{name}' (rrf, lexical-first-BETA[-codeC] or "
+                         "adaptive-GAP-BETA_DECISIVE-BETA[-ident][-codeC])")
 
 
-def lexical_first(lists: dict[str, list[tuple[str, float]]], beta: float) -> dict[str, float]:
-    """bm25 scaled by its best score (so the top lexical match is 1.0) plus beta x raw cosine similarity.
-
-    Unlike min-max or rank fusion this keeps each retriever's confidence: a decisive identifier match stays on
-    top, while cosine (on the same scale for every query) lifts paraphrases bm25 ranks low or misses.
-    """
-    out: dict[str, float] = {}
-    if lists.get("bm25"):
-        best = lists["bm25"][0][1]
-        out = {i: score / best for i, score in lists["bm25"]}
-    for i, cos in lists.get("dense", []):
-        out[i] = out.get(i, 0.0) + beta * cos
-    return out
+def lexical_decisive(bm25: list[tuple[str, float]], fusion: Fusion, identifier_hit: bool = False) -> bool:
+    if not bm25:
+        return False
+    lead = 1.0 if len(bm25) == 1 else (bm25[0][1] - bm25[1][1]) / bm25[0][1]
+    return lead >= fusion.gap or (fusion.ident and identifier_hit)
 
 
-def fuse(lists: dict[str, list[tuple[str, float]]], method: str | None = None) -> dict[str, float]:
+def fuse(lists: dict[str, list[tuple[str, float]]], fusion: "str | Fusion | None" = None,
+         identifier_hit: bool = False, code: "set[str] | frozenset[str]" = frozenset()) -> dict[str, float]:
     """Combine retriever lists into one score per id. FUSION (chosen by bench/fusion_sweep.py) is the default."""
-    method = method or FUSION
+    f = Fusion.parse(fusion) if isinstance(fusion, str) else (fusion or FUSION)
     if len(lists) == 1:  # a single retriever keeps its own order
         (ranked,) = lists.values()
         return {i: 1.0 / (RRF_K + r) for r, (i, _) in enumerate(ranked, 1)}
-    if method not in FUSION_WEIGHTS:
-        raise BrainError(f"unknown fusion '{method}' (choose from {', '.join(FUSION_WEIGHTS)})")
-    w = FUSION_WEIGHTS[method]
-    if method.startswith("rrf"):
-        return rrf([[i for i, _ in lists[name]] for name in lists], weights=[w[name] for name in lists])
-    if method.startswith("lexical-first"):
-        return lexical_first(lists, w["dense"])
-    return convex(lists, w)
+    if f.rrf:
+        return rrf([[i for i, _ in ranked] for ranked in lists.values()])
+    bm25 = lists.get("bm25", [])
+    out = {i: score / bm25[0][1] for i, score in bm25} if bm25 else {}
+    beta = f.beta_decisive if lexical_decisive(bm25, f, identifier_hit) else f.beta
+    for i, cos in lists.get("dense", []):
+        out[i] = out.get(i, 0.0) + beta * (f.code_dense if i in code else 1.0) * cos
+    return out
 
 
-# candidate fusions measured by bench/fusion_sweep.py; FUSION names the winner
-FUSION_WEIGHTS = {
-    "rrf": {"bm25": 1.0, "dense": 1.0},
-    "rrf-bm25x2": {"bm25": 1.0, "dense": 0.5},
-    "rrf-bm25x3": {"bm25": 1.0, "dense": 0.33},
-    "convex-0.5": {"bm25": 0.5, "dense": 0.5},
-    "convex-0.6": {"bm25": 0.6, "dense": 0.4},
-    "convex-0.7": {"bm25": 0.7, "dense": 0.3},
-    "convex-0.8": {"bm25": 0.8, "dense": 0.2},
-    "lexical-first-0.2": {"bm25": 1.0, "dense": 0.2},
-    "lexical-first-0.3": {"bm25": 1.0, "dense": 0.3},
-    "lexical-first-0.5": {"bm25": 1.0, "dense": 0.5},
-    "lexical-first-0.75": {"bm25": 1.0, "dense": 0.75},
-}
-# Best hit@5 and MRR@10 on bench/eval_shipped.json (bench/fusion_sweep.py), re-measured when the shipped corpus
-# grew (sm90 worklog section 9): 0.2 over 0.5 there, and no worse than bm25 alone on the sample corpora.
-FUSION = "lexical-first-0.2"
+# Chosen by bench/fusion_sweep.py on the tune halves of every eval set (see README "Retrieval").
+# lexical-first-1-code0.25 (bench/fusion_sweep.py, tune halves): bm25/best + 1.0 x cosine, a code chunk's cosine
+# counted a quarter (the embedding model reads prose far better than code). The decisive-lead rule (gap < 1) was
+# measured too and did not win on the tune halves.
+FUSION = Fusion(beta=1.0, beta_decisive=1.0, code_dense=0.25)
+EXPAND = True  # thesaurus expansion of the lexical query (brain/thesaurus.py), weight chosen with FUSION
+
+# match: how sure a search is that it found something (README "Retrieval", calibrated on every eval set)
+STRONG_COVERAGE = 0.6  # idf-weighted share of the query's own terms found in the best passage
+STRONG_COSINE = 0.55
+UNKNOWN_COSINE = 0.35  # no query term nor expansion in the index and the best cosine below this: none
+NONE_COVERAGE = 0.2  # or: the best passage covers less than this share of the query ...
+NONE_COSINE = 0.27  # ... and the best cosine is below this: none
+
+
+class Hits(list):
+    """Ranked hits plus `match`: "strong" | "weak" | "none" (none: no passages, nothing matched)."""
+    match: str = "weak"
+
+    def __init__(self, hits=(), match: str = "weak"):
+        super().__init__(hits)
+        self.match = match
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z]\w*(?:[._]\w+)+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*")
 
 
 class Searcher:
@@ -241,7 +276,7 @@ class Searcher:
     # ---- retrievers ---------------------------------------------------------------------------
     def _bm25(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[tuple[str, float]]:
         allowed = snap.mask(f) if f.active() else None
-        return snap.lexical.search(query, n, allowed)
+        return snap.lexical.search(weighted_query(query) if EXPAND else query, n, allowed)
 
     def vectors(self, snap: Snapshot) -> np.ndarray:
         """The snapshot's vectors; one handed over by a writer (install) reads them from Chroma once, and
@@ -291,7 +326,7 @@ class Searcher:
 
     # ---- public -------------------------------------------------------------------------------
     def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid",
-               fusion: str | None = None, expand: bool = False) -> list[Hit]:
+               fusion: "str | Fusion | None" = None, expand: bool = False) -> Hits:
         query = (query or "").strip()
         if not query:
             raise BrainError("empty query: type a question, an error message or an identifier")
@@ -303,24 +338,68 @@ class Searcher:
         snap = self.snapshot()
         snap.check(f)
         lists = self.retrieve(query, f, mode, snap=snap)  # one snapshot for the whole query
-        fused = fuse(lists, fusion)
+        match = self.match(snap, query, lists)
+        if match == "none":
+            return Hits([], "none")
+        code = {i for i, _ in lists.get("dense", []) if snap.metas[snap.pos[i]]["kind"] == "code"}
+        fused = fuse(lists, fusion, identifier_hit=self._identifier_hit(snap, query, lists.get("bm25")), code=code)
         order = sorted(fused, key=lambda i: -fused[i])
         hits = collapse_duplicates((Hit(i, fused[i], snap.texts[snap.pos[i]], snap.metas[snap.pos[i]])
                                     for i in order), k)
         ranks = {name: {j: r for r, (j, _) in enumerate(ranked, 1)} for name, ranked in lists.items()}
         for h in hits:
             h.signals = {name: r[h.id] for name, r in ranks.items() if h.id in r}
-        return [expand_short(snap, h) for h in hits] if expand else hits
+        return Hits([expand_short(snap, h, short=expand) for h in hits], match)
+
+    @staticmethod
+    def _identifier_hit(snap: Snapshot, query: str, bm25: list[tuple[str, float]] | None) -> bool:
+        """Whether the best bm25 passage contains an identifier written in the query (exact, case-insensitive)."""
+        if not bm25:
+            return False
+        text = snap.texts[snap.pos[bm25[0][0]]].lower()
+        return any(m.group(0).lower() in text for m in _IDENTIFIER.finditer(query))
+
+    @staticmethod
+    def match_signals(snap: Snapshot, query: str, lists: dict[str, list[tuple[str, float]]]) -> dict:
+        """What `match` decides on: whether any query term (or expansion) is in the index, the best cosine,
+        and the coverage: the idf-weighted share of the query's own terms that the best bm25 passage holds
+        (terms the index has never seen count at full idf, uncovered)."""
+        lex = snap.lexical
+        tokens = set(tokenize(query))
+        cos = lists["dense"][0][1] if lists.get("dense") else None
+        known = any(lex.known(t) for t in weighted_query(query))
+        coverage = 0.0
+        bm25 = lists.get("bm25")
+        if bm25 and tokens:
+            n = max(len(snap.ids), 1)
+            idf = {t: math.log(1 + n / (1 + lex.doc_freq(t))) for t in tokens}
+            p = snap.pos[bm25[0][0]]
+            best = set(tokenize(snap.texts[p])) | set(tokenize(snap.metas[p].get("context", "")))
+            coverage = sum(idf[t] for t in tokens & best) / sum(idf.values())
+        return {"known": known, "coverage": round(coverage, 3), "cosine": None if cos is None else round(cos, 3)}
+
+    @staticmethod
+    def match(snap: Snapshot, query: str, lists: dict[str, list[tuple[str, float]]]) -> str:
+        """strong | weak | none (README "Retrieval"; thresholds calibrated by bench/match_calibration.py).
+
+        none: no meaningful overlap: no query term nor expansion in the index and the best cosine below
+        UNKNOWN_COSINE, or the best passage covers less than NONE_COVERAGE of the query and the best cosine is
+        below NONE_COSINE. strong: coverage >= STRONG_COVERAGE or best cosine >= STRONG_COSINE. Else weak."""
+        sig = Searcher.match_signals(snap, query, lists)
+        cos = 0.0 if sig["cosine"] is None else sig["cosine"]
+        if (not sig["known"] and cos < UNKNOWN_COSINE) or (sig["coverage"] < NONE_COVERAGE and cos < NONE_COSINE):
+            return "none"
+        return "strong" if sig["coverage"] >= STRONG_COVERAGE or cos >= STRONG_COSINE else "weak"
 
     def pitfall(self, error_text: str, k: int = 5, filters: Filters | None = None,
-                fusion: str | None = None) -> list[Hit]:
+                fusion: "str | Fusion | None" = None) -> Hits:
         """The rule that explains a pasted error: constraint and failed-attempt chunks first, exact names boosted."""
         if not (error_text or "").strip():
             raise BrainError("empty error text: paste the error message or traceback")
         sig = ErrorSignals.parse(error_text)
         hits = self.search(sig.query(), k=max(30, k), filters=filters, fusion=fusion)
         if not hits:
-            return []
+            return hits
         wanted = set(tokenize(f"{sig.exception or ''} {sig.message}"))
         top = max(h.score for h in hits)
         for h in hits:
@@ -328,10 +407,10 @@ class Searcher:
             coverage = len(wanted & set(tokenize(h.text))) / len(wanted) if wanted else 0.0
             h.signals["coverage"] = round(coverage, 3)
             h.score += top * (PITFALL_KINDS.get(h.meta["kind"], 0.0) + 2.0 * coverage ** 2)
-        return sorted(hits, key=lambda h: -h.score)[:k]
+        return Hits(sorted(hits, key=lambda h: -h.score)[:k], hits.match)
 
     def snippets(self, pattern: str, query: str | None = None, k: int = 10,
-                 filters: Filters | None = None) -> list[Hit]:
+                 filters: Filters | None = None) -> Hits:
         """Code regions carrying `pattern`, marked regions before auto-detected ones, ranked by `query` if given."""
         name = (pattern or "").strip().lower().replace("_", "-")
         snap = self.snapshot()
@@ -342,13 +421,14 @@ class Searcher:
         f.pattern = name
         if query and query.strip():
             hits = self.search(query, k=min(100, max(3 * k, 30)), filters=f)
-        else:
+        else:  # a pattern lookup without a question: every region carrying it is an exact match
             nf = f.normalized()
             snap.check(nf)
             hits = [Hit(i, 0.0, t, m) for i, t, m in zip(snap.ids, snap.texts, snap.metas) if nf.accepts(m)]
+            hits = Hits(hits, "strong" if hits else "none")
         # explicit markers first, each group in retrieval (or file) order
         hits.sort(key=lambda h: not h.meta.get("region", False))
-        return hits[:k]
+        return Hits(hits[:k], hits.match)
 
 
 _EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Warning|Failure))\b:?\s*(.*)$", re.M)
@@ -387,20 +467,35 @@ class ErrorSignals:
 
 
 SHORT_HIT = 240  # characters: a hit this short is usually a heading plus a line; its neighbour says the rest
+ANNOUNCING_HIT = 1000  # a hit up to this long that ends by announcing what follows gets the next chunk too
+# "...the results:", "Here's why.", "Let me break down exactly why I was wrong.", "as follows"
+_ANNOUNCES = re.compile(r"(?::|\b(?:here'?s why|as follows|(?:let me|I'?ll) (?:break down|explain)|explained below)"
+                        r"\b[^\n]{0,40})$", re.I)
 
 
-def expand_short(snap: "Snapshot", hit: Hit) -> Hit:
-    """Append the next chunk of the same section to a very short hit (neighbour expansion)."""
+def expand_short(snap: "Snapshot", hit: Hit, short: bool = True) -> Hit:
+    """Append the next chunk to a hit that cannot stand alone: a very short hit (heading plus a line; with
+    `short`) gets the rest of its section, a hit that ends by announcing its explanation ("Let me break down
+    why...", a closing colon) gets the chunk that follows it in the same file, whatever its section."""
     p = snap.pos.get(hit.id)
-    if p is None or len(hit.text) >= SHORT_HIT or p + 1 >= len(snap.ids):
+    if p is None:
         return hit
-    nxt = snap.metas[p + 1]
-    m = hit.meta
-    if (nxt["corpus"], nxt["source"], nxt["section"]) != (m["corpus"], m["source"], m["section"]) \
-            or nxt["start_line"] <= m["end_line"]:
+    text, m = hit.text, hit.meta
+    while p + 1 < len(snap.ids) and len(text) < 2 * ANNOUNCING_HIT:  # an announced part may announce the next
+        tail = text[-ANNOUNCING_HIT:] if text is not hit.text else text
+        announces = len(tail) < ANNOUNCING_HIT and _ANNOUNCES.search(tail.rstrip(" \t\n-*=_"))
+        if not announces and not (short and len(text) < SHORT_HIT):
+            break
+        nxt = snap.metas[p + 1]
+        if (nxt["corpus"], nxt["source"]) != (m["corpus"], m["source"]) or nxt["start_line"] <= m["end_line"] \
+                or (not announces and nxt["section"] != m["section"]):
+            break
+        p += 1
+        text, m = f"{text}\n\n{snap.texts[p]}", {**m, "end_line": nxt["end_line"]}
+        short = False  # a short hit takes one neighbour; only announcements chain
+    if text is hit.text:
         return hit
-    merged = {**m, "end_line": nxt["end_line"]}
-    return Hit(hit.id, hit.score, f"{hit.text}\n\n{snap.texts[p + 1]}", merged, {**hit.signals, "expanded": True})
+    return Hit(hit.id, hit.score, text, m, {**hit.signals, "expanded": True})
 
 
 NEAR_DUPLICATE = 0.9  # word-set Jaccard above which two passages say the same thing (copied sections)

@@ -32,9 +32,12 @@ def hit_dicts(hits: list[Hit]) -> list[dict]:
 
 def search_payload(query: str, hits: list[Hit], took_ms: float, load_ms: float = 0.0) -> dict:
     """The one JSON shape of a search answer (CLI --json, HTTP, MCP). Field names are a public contract.
+    `match` ("strong" | "weak" | "none") says how sure the search is that it found something (README).
     `took_ms` is the search itself; `load_ms` what loading the index snapshot and the query encoder cost
     first (a fresh CLI process; about 0 in a warm server)."""
-    return {"query": query, "took_ms": round(took_ms, 2), "load_ms": round(load_ms, 2), "results": hit_dicts(hits)}
+    match = getattr(hits, "match", "weak" if hits else "none")
+    return {"query": query, "took_ms": round(took_ms, 2), "load_ms": round(load_ms, 2), "match": match,
+            "results": hit_dicts(hits)}
 
 
 def _split(csv: str) -> list[str]:

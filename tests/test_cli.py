@@ -29,7 +29,9 @@ def test_search_json_contract(home):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert {"query", "took_ms", "load_ms", "results"} <= set(out)
-    assert len(out["results"]) == 3
+    assert len(out["results"]) == 3 and out["match"] in ("strong", "weak")
+    plain = brain_cli("search", "zzqqxxnonexistentword", home=home)
+    assert plain.returncode == 0 and plain.stdout.startswith("match: none")
     for rank, res in enumerate(out["results"], 1):
         assert {"rank", "score", "text", "source", "start_line", "end_line", "section", "kind", "tags",
                 "language"} <= set(res)

@@ -1,4 +1,5 @@
 from brain.lexical import LexicalIndex, tokenize
+from brain.thesaurus import THESAURUS, expand, weighted_query
 
 
 def test_identifiers_whole_and_split():
@@ -26,3 +27,26 @@ def test_bm25_finds_exact_identifier():
 
 def test_unicode_digits_are_words_not_numbers():
     assert tokenize("x² ① ²") is not None  # must not crash on characters str.isdigit() accepts
+
+
+def test_context_line_is_a_weighted_field():
+    texts = ["scale factor copy\nbody text about something else", "other heading\nscale factor copy in the body"]
+    heavy = LexicalIndex.build(["h", "b"], texts, context_weight=3)
+    assert heavy.search("scale factor copy", 2)[0][0] == "h"
+    assert heavy.doc_freq("copi") == 2 and heavy.doc_freq("zzz") == 0
+
+
+def test_thesaurus_expands_down_weighted_both_ways():
+    q = weighted_query("how many columns of tensor memory does the accumulator take")
+    assert q["tmem"] < 1.0 and q["tensor"] == 1.0
+    assert "tensor" in expand(tokenize("TMEM alloc")) and "memori" in expand(tokenize("TMEM alloc"))
+    assert "tma" in expand(tokenize("bulk tensor copy of A"))
+    assert expand(tokenize("nothing related here")) == {}
+    assert all(len(row) >= 2 for row in THESAURUS)
+
+
+def test_expansion_never_outranks_an_exact_match():
+    lex = LexicalIndex.build(["exact", "synonym"], ["\nthe tensor memory holds the accumulator",
+                                                    "\nTMEM holds the accumulator"])
+    hits = lex.search(weighted_query("tensor memory accumulator"), 2)
+    assert [i for i, _ in hits] == ["exact", "synonym"]

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from brain import BrainError
-from brain.evaluate import evaluate, load_questions
-from brain.search import ErrorSignals, Filters, Hit, collapse_duplicates, convex, lexical_first, rrf
+from brain.evaluate import evaluate, load_questions, split_of
+from brain.search import ErrorSignals, Filters, Fusion, Hit, Snapshot, collapse_duplicates, expand_short, fuse, rrf
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -18,14 +18,22 @@ def test_rrf_arithmetic():
     assert weighted["a"] == pytest.approx(1.5 / 11)
 
 
-def test_convex_and_lexical_first_arithmetic():
-    lists = {"bm25": [("a", 10.0), ("b", 5.0), ("c", 0.0)], "dense": [("c", 0.9), ("a", 0.5)]}
-    mixed = convex(lists, {"bm25": 0.7, "dense": 0.3})
-    assert mixed["a"] == pytest.approx(0.7 * 1.0 + 0.3 * 0.0)
-    assert mixed["c"] == pytest.approx(0.0 + 0.3 * 1.0)
-    lf = lexical_first(lists, beta=0.5)
+def test_fusion_arithmetic():
+    lists = {"bm25": [("a", 10.0), ("b", 5.0), ("c", 1.0)], "dense": [("c", 0.9), ("a", 0.5)]}
+    lf = fuse(lists, Fusion(beta=0.5, beta_decisive=0.5))
     assert lf["a"] == pytest.approx(1.0 + 0.25) and lf["b"] == pytest.approx(0.5)
-    assert lf["c"] == pytest.approx(0.45)
+    assert lf["c"] == pytest.approx(0.1 + 0.45)
+    # a decisive lexical lead (a is 50% above b) keeps bm25's order: dense only gets beta_decisive
+    adaptive = Fusion(beta=1.0, beta_decisive=0.1, gap=0.4)
+    assert fuse(lists, adaptive)["c"] == pytest.approx(0.1 + 0.09)
+    close = {"bm25": [("a", 10.0), ("b", 9.0)], "dense": [("b", 0.9)]}
+    assert fuse(close, adaptive)["b"] == pytest.approx(0.9 + 0.9)  # no lead: dense weighs fully
+    assert fuse(close, Fusion(beta=1.0, beta_decisive=0.0, gap=1.0, ident=True), identifier_hit=True)["b"] == \
+        pytest.approx(0.9)
+    for name in ("rrf", "lexical-first-0.3", "adaptive-0.2-0.1-0.5", "adaptive-0.2-0.1-0.5-ident"):
+        assert Fusion.parse(name).name == name
+    with pytest.raises(BrainError, match="unknown fusion"):
+        Fusion.parse("magic-7")
 
 
 def test_error_signals_from_a_traceback():
@@ -85,11 +93,60 @@ def test_every_pasted_error_returns_its_rule_first(shipped_brain):
 
 
 def test_shipped_eval_meets_targets(shipped_brain):
-    report = evaluate(shipped_brain.searcher, load_questions(BENCH / "eval_shipped.json"))["modes"]
-    hybrid = report["hybrid"]
-    assert hybrid["hit@5"] >= 0.95, hybrid
+    """Quoted on the report half only (the tune half chose the parameters): hybrid beats each retriever."""
+    report = evaluate(shipped_brain.searcher, load_questions(BENCH / "eval_shipped.json"), split="report")
+    assert report["n"] >= 30
+    modes = report["modes"]
+    hybrid = modes["hybrid"]
+    assert hybrid["hit@5"] >= 0.9, hybrid
     assert hybrid["mrr@10"] >= 0.85, hybrid
-    assert hybrid["mrr@10"] > report["bm25"]["mrr@10"] and hybrid["mrr@10"] > report["dense"]["mrr@10"], report
+    assert hybrid["mrr@10"] >= max(modes["bm25"]["mrr@10"], modes["dense"]["mrr@10"]), modes
+    assert hybrid["no_results"] == 0 and set(hybrid["by_type"]) <= {"concept", "number", "why", "identifier",
+                                                                    "error", "how-to", "paraphrase", "code"}
+
+
+def test_every_eval_file_follows_the_split_rule():
+    files = sorted(BENCH.glob("eval_*.json")) + [BENCH / "pitfalls.json"]
+    assert len(files) >= 5
+    for file in files:
+        questions = load_questions(file)  # raises if a stored split disagrees with the rule
+        assert {q["split"] for q in questions} == {"tune", "report"}, file
+        assert all(q["type"] != "other" for q in questions), file
+    assert split_of("  a question ") == split_of("a question")
+
+
+def test_a_split_moved_by_hand_is_refused(tmp_path):
+    q = "which warp issues the TMA loads?"
+    wrong = "report" if split_of(q) == "tune" else "tune"
+    bad = tmp_path / "moved.json"
+    bad.write_text(f'[{{"q": "{q}", "any": ["x"], "split": "{wrong}"}}]')
+    with pytest.raises(BrainError, match="the rule puts it in"):
+        load_questions(bad)
+
+
+def test_match_none_for_nonsense_and_never_for_a_real_question(shipped_brain):
+    nothing = shipped_brain.search("zzqqxxnonexistentword")
+    assert nothing["match"] == "none" and nothing["results"] == []
+    assert shipped_brain.pitfall("zzqqxxnonexistentword qwpoeiruty")["match"] == "none"
+    real = shipped_brain.search("why did three pipeline stages make the dual gemm slower?")
+    assert real["match"] == "strong" and real["results"]
+    vague = shipped_brain.search("how to train a puppy to sit")
+    assert vague["match"] in ("none", "weak")
+
+
+def test_an_announcing_hit_gets_its_explanation():
+    meta = dict(corpus="c", source="w.md", kind="lesson", tags="", language="markdown", patterns="", context="")
+    texts = ["| a | -46% SLOWER |\n\nLet me break down exactly why I was wrong.\n\n---",
+             "## Why 3 Stages Made Things Worse\nThe kernel is not memory-latency bound.", "## Other\nunrelated"]
+    metas = [{**meta, "section": "T › Results", "start_line": 1, "end_line": 4},
+             {**meta, "section": "T › Why", "start_line": 6, "end_line": 7},
+             {**meta, "section": "T › Other", "start_line": 9, "end_line": 10}]
+    from brain.lexical import LexicalIndex
+    snap = Snapshot(1, ["0", "1", "2"], texts, metas, LexicalIndex.build(["0", "1", "2"], texts))
+    hit = expand_short(snap, Hit("0", 1.0, texts[0], metas[0]), short=False)
+    assert "not memory-latency bound" in hit.text and hit.meta["end_line"] == 7 and "unrelated" not in hit.text
+    plain = Hit("2", 1.0, texts[2], metas[2])
+    assert expand_short(snap, plain, short=False) is plain
 
 
 def test_eval_file_errors(tmp_path):
@@ -104,7 +161,6 @@ def test_eval_file_errors(tmp_path):
 
 def test_neighbour_expansion_appends_the_rest_of_a_short_section(shipped_brain):
     snap = shipped_brain.searcher.snapshot()
-    from brain.search import expand_short
     for p, (i, text, meta) in enumerate(zip(snap.ids, snap.texts, snap.metas)):
         nxt = snap.metas[p + 1] if p + 1 < len(snap.ids) else None
         if len(text) < 240 and nxt and (nxt["source"], nxt["section"]) == (meta["source"], meta["section"]):

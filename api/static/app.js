@@ -125,7 +125,11 @@ async function runSearch() {
   try {
     const data = await getJSON(`/search?${params}`);
     setStatus(`${data.results.length} result${data.results.length === 1 ? "" : "s"} in ${data.took_ms} ms`);
-    if (!data.results.length) $("results").appendChild(el("p", "empty", "Nothing matched: try other words or fewer filters."));
+    if (data.match) {  // how sure the search is that it found something: strong | weak | none
+      $("status").appendChild(el("span", `badge match ${data.match}`, `${data.match} match`));
+    }
+    if (!data.results.length) $("results").appendChild(el("p", "empty", data.match === "none"
+      ? "Nothing in the index matches these words or their meaning." : "Nothing matched: try other words or fewer filters."));
     for (const r of data.results) $("results").appendChild(renderHit(r));
     showAttempts(params.get("q"));
   } catch (e) {

@@ -25,7 +25,11 @@ def test_search_get_and_post_agree_with_the_core(client, api_brain):
     assert r.status_code == 200
     body = r.json()
     assert {"query", "took_ms", "load_ms", "results"} <= set(body)
-    assert len(body["results"]) == 3
+    assert len(body["results"]) == 3 and body["match"] == "strong"
+    nothing = client.get("/search", params={"q": "zzqqxxnonexistentword"}).json()
+    assert nothing["match"] == "none" and nothing["results"] == []
+    assert client.get("/pitfalls", params={"error": "zzqqxxnonexistentword"}).json()["match"] == "none"
+    assert client.get("/snippets", params={"pattern": "tma-load"}).json()["match"] == "strong"
     top = body["results"][0]
     assert top["source"] == "000_51fd70c217354f0e.txt" and "Scoping" in top["text"]
     assert set(top) == {"rank", "score", "text", "source", "start_line", "end_line", "section", "kind", "tags",

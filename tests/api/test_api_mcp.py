@@ -30,8 +30,10 @@ async def exercise(client: Client) -> None:
 
     r = await client.call_tool("search_lessons", {"query": "variable scoping in dynamic control flow", "max_tokens": 400})
     text = text_of(r)
-    assert not r.is_error and "[1] docs_corpus/000_51fd70c217354f0e.txt:" in text
+    assert not r.is_error and "[1] docs_corpus/000_51fd70c217354f0e.txt:" in text and "(match: strong)" in text
     assert count_tokens(text) <= 400
+    r = await client.call_tool("search_lessons", {"query": "zzqqxxnonexistentword"})
+    assert not r.is_error and "match: none" in text_of(r) and "[1]" not in text_of(r)
 
     r = await client.call_tool("lookup_pitfall", {"error": SCOPING_ERROR, "k": 2, "max_tokens": 600})
     assert "acc_empty" in text_of(r) and count_tokens(text_of(r)) <= 600

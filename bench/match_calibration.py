@@ -1,0 +1,72 @@
+"""How the search's `match` signal ("strong" | "weak" | "none", README "Retrieval") sorts real questions and
+off-topic ones: every eval question must get strong or weak (never none), and off-topic or nonsense queries
+(bench/match_offtopic.json) should get none or weak.
+
+Usage: python bench/match_calibration.py EVAL_JSON[@BRAIN_HOME] [...]   (a file without @ uses $BRAIN_HOME)
+For each file: how many questions get each level and, per level, how often the first result holds the answer
+(a strong match should be right more often than a weak one). Then the off-topic queries against every index.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from brain.config import Settings  # noqa: E402
+from brain.evaluate import _relevant, load_questions  # noqa: E402
+from brain.search import Filters  # noqa: E402
+from brain.service import Brain  # noqa: E402
+
+OFFTOPIC = Path(__file__).with_name("match_offtopic.json")
+VERBOSE = int(os.environ.get("VERBOSE", "0"))  # print the signals of the N lowest-coverage questions
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if not args:
+        sys.exit(__doc__)
+    brains: dict[str, Brain] = {}
+    embedder = None
+    total = Counter()
+    for arg in args:
+        file, _, home = arg.partition("@")
+        home = home or os.environ.get("BRAIN_HOME", ".brain")
+        if home not in brains:
+            brains[home] = Brain(Settings(home=Path(home)), embedder=embedder)
+            embedder = brains[home].embedder
+        searcher = brains[home].searcher
+        levels, right = Counter(), Counter()
+        lows = []
+        for q in load_questions(Path(file)):
+            f = Filters(kind=q.get("kind"), tag=q.get("tag"), corpus=q.get("corpus"))
+            hits = searcher.pitfall(q["q"], 10, f) if q.get("mode") == "pitfall" else searcher.search(q["q"], 10, f)
+            levels[hits.match] += 1
+            if VERBOSE:
+                lists = searcher.retrieve(q["q"], f.normalized(), "hybrid")
+                lows.append((searcher.match_signals(searcher.snapshot(), q["q"], lists), q["q"][:70]))
+            right[hits.match] += bool(hits) and _relevant(hits[0].text, q["any"])
+        total.update(levels)
+        total.update({f"right {lvl}": n for lvl, n in right.items()})
+        for sig, q in sorted(lows, key=lambda x: (x[0]["coverage"], x[0]["cosine"]))[:VERBOSE]:
+            print(f"   lowest coverage: {sig}  {q}")
+        print(f"{Path(file).name:<28} " + "  ".join(
+            f"{lvl} {levels[lvl]:>3} (hit@1 {right[lvl] / levels[lvl]:.2f})" if levels[lvl] else f"{lvl}   0"
+            for lvl in ("strong", "weak", "none")))
+    print(f"{'all eval questions':<28} " + "  ".join(
+        f"{lvl} {total[lvl]}" + (f" (hit@1 {total['right ' + lvl] / total[lvl]:.2f})" if total[lvl] else "")
+        for lvl in ("strong", "weak", "none")))
+    queries = json.loads(OFFTOPIC.read_text())
+    for home, brain in brains.items():
+        levels = Counter(brain.searcher.search(q, 10).match for q in queries)
+        for q in queries[:VERBOSE]:
+            sig = brain.searcher.match_signals(brain.searcher.snapshot(), q, brain.searcher.retrieve(q, Filters(), "hybrid"))
+            print(f"   off-topic: {sig}  {q}")
+        print(f"off-topic ({len(queries)}) on {home}: " + "  ".join(f"{lvl} {levels[lvl]}" for lvl in ("strong", "weak", "none")))
+
+
+if __name__ == "__main__":
+    main()
