@@ -235,10 +235,25 @@ class Store:
     # ---- manifest -----------------------------------------------------------------------------
     @property
     def meta(self):
-        """Server mode: `<index>-meta`, whose record `manifest` holds the manifest (document) and generation."""
+        """Server mode: `<index>-meta`, whose record `manifest` holds the manifest (document) and generation;
+        None while it does not exist (a read never creates an index on the server)."""
         if self._meta is None:
-            self._meta = self.named_collection("meta")
+            try:
+                self._meta = self.client.get_collection(self.collection_name("meta"), embedding_function=None)
+            except BrainError:
+                raise
+            except Exception as e:
+                if "does not exist" not in str(e):
+                    raise Unavailable(f"cannot open '{self.collection_name('meta')}' at {self._where()}: {e}") \
+                        from None
         return self._meta
+
+    def _manifest_record(self, include: list[str]) -> dict | None:
+        meta = self.meta
+        if meta is None:
+            return None
+        got = self._call("read the manifest", meta.get, ids=["manifest"], include=include)
+        return got if got["ids"] else None
 
     def _where_manifest(self) -> str:
         return f"{self.collection_name('meta')} at {self._where()}" if self.server else str(self.manifest_path)
@@ -247,8 +262,8 @@ class Store:
         """The manifest as stored now; one built for another index name or embedding model is refused."""
         try:
             if self.server:
-                got = self._call("read the manifest", self.meta.get, ids=["manifest"], include=["documents"])
-                if not got["ids"]:
+                got = self._manifest_record(["documents"])
+                if got is None:
                     return Manifest(index=self.index)
                 m = Manifest.from_json(got["documents"][0])
             else:
@@ -271,7 +286,8 @@ class Store:
         m.index = self.index
         if self.server:
             # one record upsert: readers see the old manifest or the new one, never a mix
-            self._call("save the manifest", self.meta.upsert, ids=["manifest"], embeddings=[[1.0]],
+            self._meta = self._meta or self.named_collection("meta")
+            self._call("save the manifest", self._meta.upsert, ids=["manifest"], embeddings=[[1.0]],
                        documents=[m.to_json()], metadatas=[{"generation": m.generation}])
         else:
             _atomic_write(self.manifest_path, m.to_json())
@@ -285,8 +301,8 @@ class Store:
             cached = self._generation
             if cached and now - cached[0] < max_age:
                 return cached[2]
-            got = self._call("read the generation", self.meta.get, ids=["manifest"], include=["metadatas"])
-            gen = int(got["metadatas"][0]["generation"]) if got["ids"] else 0
+            got = self._manifest_record(["metadatas"])
+            gen = int(got["metadatas"][0]["generation"]) if got else 0
             self._generation = (now, None, gen)
             return gen
         try:

@@ -337,6 +337,12 @@ def test_an_index_of_another_model_or_chunker_is_refused_not_mixed(tmp_path, chr
         brain.upload("late.md", b"# Late\n\ntext\n")
 
 
+def test_reading_an_unknown_index_creates_nothing_on_the_server(tmp_path, chroma_server):
+    store = Store(Settings(home=tmp_path / "r", chroma_url=chroma_server, index="never-written"))
+    assert store.generation(max_age=0) == 0 and store.load_manifest().files == {}
+    assert not [c.name for c in store.client.list_collections() if c.name.startswith("never-written")]
+
+
 def test_a_bad_index_name_is_one_clear_error(tmp_path):
     with pytest.raises(BrainError, match="BRAIN_INDEX"):
         Store(Settings(home=tmp_path, index="../x"))
