@@ -11,6 +11,7 @@ the number of ingests it caused is counted (target: 1). Prints min / median / ma
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -84,6 +85,7 @@ def main() -> int:
     print(f"burst: {a.files} files rewritten within {spread * 1000:.0f} ms -> {w.ingests - before} ingest(s); "
           f"{len(fresh)} of {a.files} files show the edit")
     w.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
