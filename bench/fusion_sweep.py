@@ -31,7 +31,8 @@ from brain.service import Brain  # noqa: E402
 # at weight 1 and the sweep no longer varies it
 CONTEXT_WEIGHTS = (1,)
 EXPANSIONS = (0.0, 0.15)  # 0: thesaurus off (0.3 and 0.5 lost on every tune half in earlier sweeps)
-FUSIONS = ([search.Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0) for c in (1.0, 0.25)]
+FUSIONS = ([search.Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0)
+             for c in (1.0, 0.75, 0.5, 0.25)]
            + [search.Fusion(beta=b, beta_decisive=bd, gap=g, code_dense=c)
               for g, bd, b, c in itertools.product((0.1, 0.25), (0.1, 0.2), (0.5, 1.0), (1.0, 0.5, 0.25))]
            + [search.Fusion(beta=b, beta_decisive=0.2, gap=1.0, ident=True, code_dense=c)

@@ -186,10 +186,11 @@ def fuse(lists: dict[str, list[tuple[str, float]]], fusion: "str | Fusion | None
 
 
 # Chosen by bench/fusion_sweep.py on the tune halves of every eval set (see README "Retrieval").
-# lexical-first-1-code0.25 (bench/fusion_sweep.py, tune halves): bm25/best + 1.0 x cosine, a code chunk's cosine
-# counted a quarter (the embedding model reads prose far better than code). The decisive-lead rule (gap < 1) was
-# measured too and did not win on the tune halves.
-FUSION = Fusion(beta=1.0, beta_decisive=1.0, code_dense=0.25)
+# lexical-first-1-code0.75 (bench/fusion_sweep.py, tune halves): bm25/best + 1.0 x cosine, a code chunk's cosine
+# counted at 0.75 (code is embedded through its natural-language view, brain/chunking/python.py, which the prose
+# embedding model reads well; raw code had earned only 0.25). The decisive-lead rule (gap < 1) was measured too
+# and did not win on the tune halves.
+FUSION = Fusion(beta=1.0, beta_decisive=1.0, code_dense=0.75)
 EXPAND = True  # thesaurus expansion of the lexical query (brain/thesaurus.py), weight chosen with FUSION
 
 # match: how sure a search is that it found something (README "Retrieval", calibrated on every eval set)

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from brain.chunking import HARD_MAX, PACK_MIN, SECTION_SEP, UnsupportedFile, chunk_file
-from brain.chunking.python import chunk_python
+from brain.chunking.python import FILE_CONTEXT, chunk_python
 from brain.config import PROJECT_ROOT
 from brain.patterns import find_regions
 
@@ -105,7 +105,7 @@ def test_long_function_split_along_statements_with_signature_as_context():
         assert PACK_MIN <= len(c.text) <= HARD_MAX
         assert c.section == f"k.py{SECTION_SEP}long_kernel"
         assert c.context.endswith("long_kernel: def long_kernel(a, b):")  # outside the text, for embedding
-        assert c.embedding_text().startswith(c.context)
+        assert c.embedding_text().split("\n")[0] == "k py long kernel a b"  # the context's words, then the code's
     assert not any("def long_kernel" in c.text for c in chunks[1:])  # no synthetic header line in the text
 
 
@@ -150,7 +150,8 @@ def _corpus_sizes(files: list[Path], root: Path) -> list[int]:
         _check_exact_and_complete(f.read_text(encoding="utf-8"), chunks)
         sizes += [len(c.text) for c in chunks]
         # the context is prepended for a 256-token embedding window: it must leave room for the code itself
-        assert all(len(c.context) <= 260 for c in chunks if not c.region), f.name
+        # (its words are; the file's path and docstring sentence, FILE_CONTEXT characters at most, come first)
+        assert all(len(c.context) <= 260 + FILE_CONTEXT + len(SECTION_SEP) for c in chunks if not c.region), f.name
     return sizes
 
 

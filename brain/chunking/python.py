@@ -13,6 +13,7 @@ embedding and lexical indexing.
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -27,6 +28,7 @@ ALONE_COMMENT = 800  # so is a comment block at least this long (a licence, a de
 # Context is prepended to the text for embedding, and the model reads 256 tokens (~800 characters of code):
 # a signature with 30 typed parameters would push the piece's own code out of the window.
 CONTEXT_SIGNATURE, CONTEXT_HEADER = 100, 80
+FILE_CONTEXT = 100  # the file's path words and docstring sentence, ahead of the signature
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -81,6 +83,7 @@ class _Builder:
         self.lines = text.splitlines()
         self.source = source
         self.module = PurePosixPath(source).name
+        self.file_context = _file_context(source, tree)
         self.chunks: list[Chunk] = []
         self.hits = find_hits(tree)  # (pattern, line): a chunk carries the patterns implemented on its lines
         self._prefix = [0]
@@ -241,9 +244,11 @@ class _Builder:
         if not text.strip():
             return
         section = SECTION_SEP.join([self.module, qualname]) if qualname else self.module
-        self.chunks.append(Chunk(
+        context = context or section
+        context = f"{self.file_context}{SECTION_SEP}{context}"
+        self.chunks.append(CodeChunk(
             text=text, source=self.source, start_line=start, end_line=end, section=section, kind="code",
-            language="python", tags=detect_tags(section, text), title=self.module, context=context or section,
+            language="python", tags=detect_tags(section, text), title=self.module, context=context,
             patterns=patterns if patterns is not None else patterns_in(self.hits, start, end), region=region,
         ))
 
@@ -261,6 +266,74 @@ class _Builder:
             if c.start_line <= line <= c.end_line and not c.region:
                 return c.section.split(SECTION_SEP, 1)[1] if SECTION_SEP in c.section else ""
         return ""
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_NOISE = set(keyword.kwlist) | {"self", "cls", "none", "true", "false"}
+
+
+def _words(identifier: str) -> list[str]:
+    """`make_s2t_copy` -> make s2t copy, `PipelineTmaUmma` -> pipeline tma umma."""
+    out = []
+    for part in identifier.split("_"):
+        out += [w.lower() for w in (_CAMEL_PART.findall(part) if not part.islower() and not part.isupper()
+                                    else [part])]
+    return out
+
+
+def _file_context(source: str, tree: ast.Module) -> str:
+    """The file's path as words and the start of its module docstring's first sentence, within FILE_CONTEXT
+    characters: `quack blockscaled quantize (Minimal MX / NVFP4 quantization ...)`. Every chunk of the file
+    carries it, so a question naming the kernel or the file reaches the chunks of that file."""
+    words = " ".join(dict.fromkeys(w for p in PurePosixPath(source).with_suffix("").parts for w in _words(p)))
+    doc = re.sub(r"[=\-~*#]{3,}", " ", ast.get_docstring(tree) or "")  # rst underlines
+    sentence = " ".join(re.split(r"(?<=[.!?])\s|\n\s*\n", doc.strip(), maxsplit=1)[0].split())
+    room = FILE_CONTEXT - len(words) - 3
+    if sentence and room >= 20:
+        words += f" ({sentence if len(sentence) <= room else sentence[:room - 2].rsplit(' ', 1)[0] + ' …'})"
+    return words
+
+
+def code_view(text: str) -> str:
+    """A natural-language view of code for the embedding model: its comments and docstrings as written, then
+    the words of its identifiers (split at `_` and case changes) in order of first appearance."""
+    prose, words = [], []
+    quote = None
+    for line in text.splitlines():
+        code = line
+        if quote is None:
+            m = re.search(r'("""|\'\'\')', line)
+            if m and line.count(m.group(1)) % 2 == 1:  # a docstring opens and stays open
+                quote = m.group(1)
+                code, rest = line[:m.start()], line[m.end():]
+                prose.append(rest.strip())
+            elif m:  # a one-line docstring
+                code = line[:m.start()]
+                prose.append(line[m.end():line.rfind(m.group(1))].strip())
+        else:
+            if quote in line:
+                prose.append(line[:line.index(quote)].strip())
+                code = line[line.index(quote) + 3:]
+                quote = None
+            else:
+                prose.append(line.strip())
+                continue
+        if "#" in code:
+            code, comment = code.split("#", 1)
+            prose.append(comment.strip(" #"))
+        words += [w for ident in _WORD.findall(code) for w in _words(ident)]
+    words = [w for w in dict.fromkeys(words) if w not in _NOISE and len(w) > 1]
+    return "\n".join(p for p in prose + [" ".join(words)] if p)
+
+
+class CodeChunk(Chunk):
+    def embedding_text(self) -> str:
+        """The context's words and the code's natural-language view (the stored text stays the exact source):
+        a prose-trained model reads `tiled mma tma atom` far better than `tiled_mma: cute.TiledMma, tma_atom`."""
+        words = " ".join(dict.fromkeys(w for ident in _WORD.findall(self.context) for w in _words(ident)
+                                       if w not in _NOISE))
+        return f"{words}\n\n{code_view(self.text)}"
 
 
 def _short(text: str, limit: int) -> str:
