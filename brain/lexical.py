@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 from pathlib import Path
 
 import bm25s
 import numpy as np
 import Stemmer
+
+# bm25s sets its own logger to DEBUG: once a server installs a root handler, every index rebuild would print.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 _TOKEN = re.compile(
     r"\d+(?:\.\d+)?(?: ?(?:µs|μs|us|ms|ns)|%|x|gb/s|tb/s|tflops?|kb|mb|gb)?(?![\w])"  # numbers with units
