@@ -136,9 +136,7 @@ def cmd_ingest(args, settings: Settings) -> int:
     if args.rebuild:
         brain.store.reset()
     if args.remove:
-        summary = brain.ingester.remove_corpus(args.remove)
-        brain.searcher.persist()
-        brain.attempts.sync()
+        summary = brain.remove_corpus(args.remove)
     else:
         specs = specs_from(args, brain.store)
         # nothing changed by size and mtime: answer without opening Chroma or loading the model

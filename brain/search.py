@@ -21,7 +21,7 @@ from brain import BrainError
 from brain.config import Settings
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex, tokenize
-from brain.snapshot_cache import SnapshotCache, stored_vectors
+from brain.snapshot_cache import SnapshotCache
 from brain.thesaurus import weighted_query
 from brain.store import Store
 from brain.patterns import PATTERNS
@@ -75,11 +75,11 @@ class Hit:
 
 
 class Snapshot:
-    vectors: np.ndarray | None = None  # L2-normalised, row i is ids[i]; set by the Searcher (None: not read yet)
-
-    def __init__(self, generation: int, ids: list[str], texts: list[str], metas: list[dict], lexical: LexicalIndex):
+    def __init__(self, generation: int, ids: list[str], texts: list[str], metas: list[dict], lexical: LexicalIndex,
+                 vectors: np.ndarray | None = None):
         self.generation = generation
         self.ids, self.texts, self.metas = ids, texts, metas
+        self.vectors = vectors  # L2-normalised float32, row i is ids[i]
         self.pos = {i: n for n, i in enumerate(ids)}
         self.lexical = lexical
         if lexical.ids != ids:  # lexical order must match the snapshot's for the filter mask
@@ -201,6 +201,22 @@ NONE_COVERAGE = 0.2  # or: the best passage covers less than this share of the q
 NONE_COSINE = 0.27  # ... and the best cosine is below this: none
 
 
+def nearest(vectors: np.ndarray, query: np.ndarray, ids: list[str], n: int,
+            allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
+    """The `n` rows of `vectors` (L2-normalised, row i is ids[i]) nearest to `query` by cosine, among the
+    `allowed` ones: exact, one dot product with every row (10k x 384 floats take about a millisecond)."""
+    scores = vectors @ query
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+        n = min(n, int(allowed.sum()))
+    n = min(n, len(scores))
+    if n <= 0:
+        return []
+    top = np.argpartition(-scores, n - 1)[:n]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(ids[i], float(scores[i])) for i in top]
+
+
 class Hits(list):
     """Ranked hits plus `match`: "strong" | "weak" | "none" (none: no passages, nothing matched)."""
     match: str = "weak"
@@ -220,7 +236,6 @@ class Searcher:
         self.embedder = embedder or Embedder(settings.model, settings.device)
         self._snap: Snapshot | None = None
         self._lock = threading.Lock()
-        self._vectors_lock = threading.Lock()
         self.cache = SnapshotCache(settings)
 
     # ---- snapshot -----------------------------------------------------------------------------
@@ -243,8 +258,7 @@ class Searcher:
                 if cached:
                     ids, texts, metas, vectors = cached.ids, cached.texts, cached.metas, cached.vectors
                 else:
-                    ids, texts, metas = self.store.records(m.ids())
-                    vectors = stored_vectors(self.store, ids)
+                    ids, texts, metas, vectors = self.store.records_with_vectors(m.ids())
                     after = self.store.generation(max_age=0)
                     if after != m.generation:  # a write landed while reading: read again
                         m = self.store.load_manifest()
@@ -255,9 +269,7 @@ class Searcher:
                     lex = LexicalIndex.build(ids, [f"{meta['context']}\n{t}" for t, meta in zip(texts, metas)])
                     with contextlib.suppress(OSError):
                         self.store.save_lexical(lex, m.generation)
-                snap = Snapshot(m.generation, ids, texts, metas, lex)
-                snap.vectors = vectors
-                self._snap = snap
+                self._snap = Snapshot(m.generation, ids, texts, metas, lex, vectors)
             return self._snap
         finally:
             self._lock.release()
@@ -268,51 +280,25 @@ class Searcher:
         vectors included: no reader re-reads it from Chroma, and the next process finds it in the file cache."""
         with self._lock:
             if self._snap is None or self._snap.generation < m.generation:
-                snap = Snapshot(m.generation, ids, texts, metas, lexical)
-                snap.vectors = vectors
-                self._snap = snap
-        with contextlib.suppress(OSError):
-            self.cache.save(m, ids, texts, metas, vectors)
+                self._snap = Snapshot(m.generation, ids, texts, metas, lexical, vectors)
+        self.cache.save(m, ids, texts, metas, vectors)
 
     # ---- retrievers ---------------------------------------------------------------------------
     def _bm25(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[tuple[str, float]]:
         allowed = snap.mask(f) if f.active() else None
         return snap.lexical.search(weighted_query(query) if EXPAND else query, n, allowed)
 
-    def vectors(self, snap: Snapshot) -> np.ndarray:
-        """The snapshot's vectors; one handed over by a writer (install) reads them from Chroma once, and
-        saves the file cache so the next process starts without Chroma."""
-        if snap.vectors is None:
-            with self._vectors_lock:
-                if snap.vectors is None:
-                    vectors = stored_vectors(self.store, snap.ids)
-                    m = self.store.load_manifest()
-                    if m.generation == snap.generation:
-                        self.cache.save(m, snap.ids, snap.texts, snap.metas, vectors)
-                    snap.vectors = vectors
-        return snap.vectors
-
     def persist(self) -> None:
-        """Make sure the file cache holds the current generation (after a write: the next CLI read is fast)."""
-        self.vectors(self.snapshot())
+        """Make sure the file cache holds the current generation, so the next CLI read is fast: a snapshot
+        installed by a writer or read from Chroma is saved to it as it is loaded."""
+        self.snapshot()
 
     def _dense(self, snap: Snapshot, query: str, f: Filters, n: int) -> list[tuple[str, float]]:
-        """(id, cosine similarity) of the nearest chunks: exact, a dot product with every vector the filters
-        allow (10k x 384 floats take about a millisecond)."""
+        """(id, cosine similarity) of the nearest chunks the filters allow."""
         if not snap.ids:
             return []
-        vectors = self.vectors(snap)
-        scores = vectors @ self.embedder.encode_query(query)
-        if f.active():
-            allowed = snap.mask(f)
-            scores = np.where(allowed, scores, -np.inf)
-            n = min(n, int(allowed.sum()))
-        n = min(n, len(scores))
-        if n <= 0:
-            return []
-        top = np.argpartition(-scores, n - 1)[:n]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(snap.ids[i], float(scores[i])) for i in top]
+        return nearest(snap.vectors, self.embedder.encode_query(query), snap.ids, n,
+                       snap.mask(f) if f.active() else None)
 
     def retrieve(self, query: str, f: Filters, mode: str, n: int = POOL,
                  snap: Snapshot | None = None) -> dict[str, list[tuple[str, float]]]:

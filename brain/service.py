@@ -181,6 +181,9 @@ class Brain:
     def ingest(self, specs: list[CorpusSpec] | None = None, progress: bool = False) -> Summary:
         return self._installed(self.ingester.run(specs or self.known_corpora(), progress=progress))
 
+    def remove_corpus(self, name: str) -> Summary:
+        return self._installed(self.ingester.remove_corpus(name))
+
     def _installed(self, summary: Summary) -> Summary:
         """Hand the generation this process just wrote to its own searcher (read-your-writes, no re-read)."""
         done, self.ingester.last_snapshot = self.ingester.last_snapshot, None

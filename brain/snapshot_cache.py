@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-_PAGE = 2000
 FORMAT = 1
 
 
@@ -77,18 +76,3 @@ class SnapshotCache:
         except OSError:
             pass
 
-
-def stored_vectors(store, ids: list[str]) -> np.ndarray:
-    """The vectors Chroma holds for `ids`, in that order, L2-normalised float32 (as they were upserted)."""
-    if not ids:
-        return np.zeros((0, 0), np.float32)
-    rows: dict[str, np.ndarray] = {}
-    for i in range(0, len(ids), _PAGE):
-        got = store._call("read vectors", store.collection.get, ids=ids[i:i + _PAGE], include=["embeddings"])
-        rows.update(zip(got["ids"], got["embeddings"]))
-    missing = [i for i in ids if i not in rows]
-    if missing:
-        from brain import Unavailable
-        raise Unavailable(f"{len(missing)} chunks the manifest lists are missing from Chroma "
-                          f"(e.g. {missing[0]}); run `brain ingest --rebuild`")
-    return np.asarray([rows[i] for i in ids], dtype=np.float32)

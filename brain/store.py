@@ -192,15 +192,18 @@ class Store:
         for i in range(0, len(ids), _PAGE):
             self._call("delete chunks", self.collection.delete, ids=ids[i:i + _PAGE])
 
-    def stored_ids(self) -> set[str]:
-        out: set[str] = set()
+    def pages(self, collection, include: list[str], what: str = "read chunks"):
+        """Every record of `collection` (this index's, or a side collection), one get() page at a time."""
         offset = 0
         while True:
-            page = self._call("list chunks", self.collection.get, include=[], limit=_PAGE, offset=offset)["ids"]
-            out.update(page)
-            if len(page) < _PAGE:
-                return out
+            page = self._call(what, collection.get, include=include, limit=_PAGE, offset=offset)
+            yield page
+            if len(page["ids"]) < _PAGE:
+                return
             offset += _PAGE
+
+    def stored_ids(self) -> set[str]:
+        return {i for page in self.pages(self.collection, [], "list chunks") for i in page["ids"]}
 
     def records(self, only: set[str] | None = None) -> tuple[list[str], list[str], list[dict]]:
         """Stored chunks (those in `only`, if given): (ids, texts, metadatas), ordered by source and line."""
@@ -212,10 +215,8 @@ class Store:
         return self._records(only, True)
 
     def _records(self, only: set[str] | None, vectors: bool):
-        ids, docs, metas, vecs, offset = [], [], [], [], 0
-        include = ["documents", "metadatas"] + (["embeddings"] if vectors else [])
-        while True:
-            page = self._call("read chunks", self.collection.get, include=include, limit=_PAGE, offset=offset)
+        ids, docs, metas, vecs = [], [], [], []
+        for page in self.pages(self.collection, ["documents", "metadatas"] + (["embeddings"] if vectors else [])):
             rows = page["embeddings"] if vectors else [None] * len(page["ids"])
             for i, doc, meta, vec in zip(page["ids"], page["documents"], page["metadatas"], rows):
                 if only is None or i in only:
@@ -223,9 +224,6 @@ class Store:
                     docs.append(doc)
                     metas.append(meta)
                     vecs.append(vec)
-            if len(page["ids"]) < _PAGE:
-                break
-            offset += _PAGE
         order = sorted(range(len(ids)), key=lambda i: (metas[i]["corpus"], metas[i]["source"],
                                                        metas[i]["start_line"], metas[i]["end_line"]))
         matrix = np.asarray([vecs[i] for i in order], dtype=np.float32) if vectors and ids \

@@ -49,8 +49,8 @@ class Attempts:
              problem: str | None = None, include_superseded: bool = False, k: int = 10,
              corpus: str | None = None) -> dict:
         """Records matching the filters, ranked by the hybrid engine over their text when a query is given
-        (bm25 scaled by its best score + 0.2 x cosine, brain.search.fuse), else in file order."""
-        from brain.search import fuse
+        (bm25 and cosine fused as search results are, brain.search.fuse), else in file order."""
+        from brain.search import fuse, nearest
         if k < 1 or k > 100:
             raise BrainError("k must be between 1 and 100")
         t, v, p = check_filters(technique, verdict, problem)
@@ -62,14 +62,9 @@ class Attempts:
         if not query:
             rows = [r for r, ok in zip(loaded.records, keep) if ok]
             return {"query": None, "results": [public(r) for r in rows[:k]]}
-        lists = {"bm25": loaded.lexical.search(query, POOL, keep) if keep.any() else []}
-        if keep.any():
-            cos = loaded.vectors @ self.brain.embedder.encode_query(query)
-            cos = np.where(keep, cos, -np.inf)
-            top = np.argsort(-cos)[:POOL]
-            lists["dense"] = [(loaded.records[i]["id"], float(cos[i])) for i in top if np.isfinite(cos[i])]
-        else:
-            lists["dense"] = []
+        lists = {"bm25": loaded.lexical.search(query, POOL, keep) if keep.any() else [],
+                 "dense": nearest(loaded.vectors, self.brain.embedder.encode_query(query),
+                                  [r["id"] for r in loaded.records], POOL, keep) if keep.any() else []}
         fused = fuse(lists)
         by_id = loaded.by_id()
         order = sorted(fused, key=lambda i: -fused[i])[:k]

@@ -64,6 +64,7 @@ class AttemptStore:
         self.store = store
         self.embedder = embedder
         self._loaded: Loaded | None = None
+        self._relations: tuple | None = None  # (attempts.json mtime, (by file, by id))
         self._lock = threading.Lock()
         self._sync_lock = threading.Lock()
 
@@ -77,15 +78,11 @@ class AttemptStore:
 
     # ---- writes -------------------------------------------------------------------------------
     def _stored(self) -> tuple[list[str], list[dict]]:
-        ids, metas, offset = [], [], 0
-        col = self.collection
-        while True:
-            page = col.get(include=["metadatas"], limit=_PAGE, offset=offset)
+        ids, metas = [], []
+        for page in self.store.pages(self.collection, ["metadatas"], "read attempt records"):
             ids += page["ids"]
             metas += page["metadatas"]
-            if len(page["ids"]) < _PAGE:
-                return ids, metas
-            offset += _PAGE
+        return ids, metas
 
     @staticmethod
     def _wanted(m) -> dict[str, str]:
@@ -175,7 +172,7 @@ class AttemptStore:
 
     # ---- reads --------------------------------------------------------------------------------
     def _key(self) -> tuple:
-        gen = self.store.generation() if hasattr(self.store, "generation") else self.store.load_manifest().generation
+        gen = self.store.generation()
         try:
             stamp = os.stat(self.relations_path).st_mtime_ns
         except OSError:
@@ -197,10 +194,9 @@ class AttemptStore:
             if self._loaded is not None and self._loaded.key == key:
                 return self._loaded
             live = set(self.store.load_manifest().files)
-            records, texts, vecs, passages, offset = [], [], [], {}, 0
-            col = self.collection
-            while True:
-                page = col.get(include=["metadatas", "documents", "embeddings"], limit=_PAGE, offset=offset)
+            records, texts, vecs, passages = [], [], [], {}
+            for page in self.store.pages(self.collection, ["metadatas", "documents", "embeddings"],
+                                         "read attempt records"):
                 for meta, doc, vec in zip(page["metadatas"], page["documents"], page["embeddings"]):
                     if meta["file"] in live and not meta.get("marker"):
                         r = json.loads(meta["record"])
@@ -208,9 +204,6 @@ class AttemptStore:
                         texts.append(doc)
                         vecs.append(np.asarray(vec, dtype=np.float32))
                         passages[r["id"]] = meta.get("excerpt", "")  # the cited lines (relations read them)
-                if len(page["ids"]) < _PAGE:
-                    break
-                offset += _PAGE
             order = sorted(range(len(records)), key=lambda i: (records[i]["corpus"], records[i]["source"],
                                                                records[i]["start_line"]))
             records = [records[i] for i in order]
@@ -241,7 +234,7 @@ class AttemptStore:
             stamp = os.stat(self.relations_path).st_mtime_ns
         except OSError:
             return {}, {}
-        cached = getattr(self, "_relations", None)
+        cached = self._relations
         if cached and cached[0] == stamp:
             return cached[1]
         try:
