@@ -302,8 +302,8 @@ class LastGroups:
     tuples (one referenced only from here); until then it keeps that one input's memory alive.
     Only tuples are held: groups given as lists (mutable) are never kept, every call keys them.
 
-    `get(abc, sf)` -> (launch, outputs) or None; `put(abc, sf, launch)` after a LaunchCache hit
-    or miss.
+    `run(abc, sf, cache, prepare)` launches and returns the outputs; `get(abc, sf)` -> (launch,
+    outputs) or None and `put(abc, sf, launch)` are its two halves.
     """
 
     def __init__(self):
@@ -323,6 +323,20 @@ class LastGroups:
             self.held = (abc, sf, launch, tuple(g[2] for g in abc))
         else:
             self.held = None
+
+    def run(self, abc, sf, cache: LaunchCache, prepare: Callable[[], Callable[[], None]]) -> list:
+        """Launch a grouped call and return its outputs: a repeat of the last input from here, anything
+        else through `cache`, keyed by every tensor of `abc` and `sf`."""
+        last = self.get(abc, sf)
+        if last is not None:
+            last[0]()
+            return list(last[1])
+        tensors = tuple(chain(chain.from_iterable(abc), chain.from_iterable(sf)))
+        key = tuple(map(id, tensors))
+        launch = cache.get(key) or cache.add(key, tensors, prepare)
+        self.put(abc, sf, launch)
+        launch()
+        return [g[2] for g in abc]
 
     def release_if_dropped(self) -> None:
         held = self.held

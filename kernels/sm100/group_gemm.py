@@ -10,9 +10,6 @@ compiled once per group count G (G sets how many descriptors the kernel takes).
 
 from __future__ import annotations
 
-from itertools import chain
-from operator import itemgetter
-
 from .. import cute_host
 from ..errors import ShapeError, UnsupportedShape
 from .gemm import check_gemm_operands
@@ -76,18 +73,7 @@ def run(data):
     if len(data) != 4:
         validate(data)  # the one-line error for a wrong tuple
     abc, _sf_plain, sf_perm, _sizes = data
-    last = _LAST.get(abc, sf_perm)  # a repeat of the last input: 2 x G identity tests
-    if last is None:
-        key = tuple(map(id, chain(chain.from_iterable(abc), chain.from_iterable(sf_perm))))
-        launch = LAUNCHES.get(key)
-        if launch is None:
-            launch = LAUNCHES.add(key, chain(chain.from_iterable(abc), chain.from_iterable(sf_perm)),
-                                  lambda: _prepare(data))
-        _LAST.put(abc, sf_perm, launch)
-        launch()
-        return list(map(itemgetter(2), abc))
-    last[0]()
-    return list(last[1])
+    return _LAST.run(abc, sf_perm, LAUNCHES, lambda: _prepare(data))  # a repeat: 2 x G identity tests
 
 
 # The benchmark shapes use G = 8 and G = 2.

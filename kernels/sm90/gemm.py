@@ -7,9 +7,6 @@ converted (_prepare), so a repeated call costs a few microseconds of host time."
 
 from __future__ import annotations
 
-from itertools import chain
-from operator import itemgetter
-
 from cutlass import Int32, Int64
 
 from .. import cute_host
@@ -68,15 +65,5 @@ def run_dual_gemm(data):
 
 def run_group_gemm(data):
     abc, sf_plain, _sf_perm, _sizes = data
-    last = _LAST_GROUP.get(abc, sf_plain)  # a repeat of the last input: 2 x G identity tests
-    if last is None:
-        key = tuple(map(id, chain(chain.from_iterable(abc), chain.from_iterable(sf_plain))))
-        launch = _GROUP.get(key)
-        if launch is None:
-            launch = _GROUP.add(key, chain(chain.from_iterable(abc), chain.from_iterable(sf_plain)), lambda: _prepare(
-                "group_gemm", [(a, [b], sfa, [sfb], c) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain)]))
-        _LAST_GROUP.put(abc, sf_plain, launch)
-        launch()
-        return list(map(itemgetter(2), abc))
-    last[0]()
-    return list(last[1])
+    return _LAST_GROUP.run(abc, sf_plain, _GROUP, lambda: _prepare(  # a repeat: 2 x G identity tests
+        "group_gemm", [(a, [b], sfa, [sfb], c) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain)]))
