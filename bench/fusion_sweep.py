@@ -55,7 +55,8 @@ def cache(searcher) -> None:
         setattr(searcher, name, cached)
 
 
-def load_sets(args: list[str]) -> list[tuple[str, list[dict], Brain]]:
+def open_sets(args: list[str]) -> list[tuple[str, list[dict], Brain]]:
+    """`EVAL_JSON[@BRAIN_HOME]` arguments -> (file name, questions, Brain); one Brain per home, one embedder."""
     brains: dict[str, Brain] = {}
     embedder = None
     sets = []
@@ -65,8 +66,14 @@ def load_sets(args: list[str]) -> list[tuple[str, list[dict], Brain]]:
         if home not in brains:
             brains[home] = Brain(Settings(home=Path(home)), embedder=embedder)
             embedder = brains[home].embedder
-            cache(brains[home].searcher)
         sets.append((Path(file).name, load_questions(Path(file)), brains[home]))
+    return sets
+
+
+def load_sets(args: list[str]) -> list[tuple[str, list[dict], Brain]]:
+    sets = open_sets(args)
+    for brain in {id(b): b for _, _, b in sets}.values():
+        cache(brain.searcher)
     return sets
 
 

@@ -16,10 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from brain.config import Settings  # noqa: E402
-from brain.evaluate import _relevant, load_questions  # noqa: E402
+from brain.evaluate import _relevant  # noqa: E402
 from brain.search import Filters  # noqa: E402
-from brain.service import Brain  # noqa: E402
+from fusion_sweep import open_sets  # noqa: E402  (bench/fusion_sweep.py, beside this script)
 
 OFFTOPIC = Path(__file__).with_name("match_offtopic.json")
 VERBOSE = int(os.environ.get("VERBOSE", "0"))  # print the signals of the N lowest-coverage questions
@@ -29,19 +28,13 @@ def main() -> None:
     args = sys.argv[1:]
     if not args:
         sys.exit(__doc__)
-    brains: dict[str, Brain] = {}
-    embedder = None
+    sets = open_sets(args)
     total = Counter()
-    for arg in args:
-        file, _, home = arg.partition("@")
-        home = home or os.environ.get("BRAIN_HOME", ".brain")
-        if home not in brains:
-            brains[home] = Brain(Settings(home=Path(home)), embedder=embedder)
-            embedder = brains[home].embedder
-        searcher = brains[home].searcher
+    for name, questions, brain in sets:
+        searcher = brain.searcher
         levels, right = Counter(), Counter()
         lows = []
-        for q in load_questions(Path(file)):
+        for q in questions:
             f = Filters(kind=q.get("kind"), tag=q.get("tag"), corpus=q.get("corpus"))
             hits = searcher.pitfall(q["q"], 10, f) if q.get("mode") == "pitfall" else searcher.search(q["q"], 10, f)
             levels[hits.match] += 1
@@ -53,14 +46,15 @@ def main() -> None:
         total.update({f"right {lvl}": n for lvl, n in right.items()})
         for sig, q in sorted(lows, key=lambda x: (x[0]["coverage"], x[0]["cosine"]))[:VERBOSE]:
             print(f"   lowest coverage: {sig}  {q}")
-        print(f"{Path(file).name:<28} " + "  ".join(
+        print(f"{name:<28} " + "  ".join(
             f"{lvl} {levels[lvl]:>3} (hit@1 {right[lvl] / levels[lvl]:.2f})" if levels[lvl] else f"{lvl}   0"
             for lvl in ("strong", "weak", "none")))
     print(f"{'all eval questions':<28} " + "  ".join(
         f"{lvl} {total[lvl]}" + (f" (hit@1 {total['right ' + lvl] / total[lvl]:.2f})" if total[lvl] else "")
         for lvl in ("strong", "weak", "none")))
     queries = json.loads(OFFTOPIC.read_text())
-    for home, brain in brains.items():
+    for brain in {id(b): b for _, _, b in sets}.values():
+        home = brain.settings.home
         levels = Counter(brain.searcher.search(q, 10).match for q in queries)
         for q in queries[:VERBOSE]:
             sig = brain.searcher.match_signals(brain.searcher.snapshot(), q, brain.searcher.retrieve(q, Filters(), "hybrid"))
