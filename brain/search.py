@@ -8,7 +8,6 @@ chunks written by an ingest still running are never seen. A snapshot loads from 
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import re
@@ -267,8 +266,7 @@ class Searcher:
                 lex = self.store.load_lexical(m.generation)
                 if lex is None:  # built for another generation or version: rebuild it, and keep it for the next process
                     lex = LexicalIndex.build(ids, [f"{meta['context']}\n{t}" for t, meta in zip(texts, metas)])
-                    with contextlib.suppress(OSError):
-                        self.store.save_lexical(lex, m.generation)
+                    self.store.save_lexical(lex, m.generation)
                 self._snap = Snapshot(m.generation, ids, texts, metas, lex, vectors)
             return self._snap
         finally:

@@ -21,6 +21,7 @@ the generation it was built for (per index name in server mode); a reader findin
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -348,7 +349,6 @@ class Store:
             finally:
                 lease.release()
             return
-        import fcntl
         with self._local_lock:
             self.home.mkdir(parents=True, exist_ok=True)
             with open(self.home / "write.lock", "a") as f:
@@ -392,15 +392,27 @@ class Store:
 
     # ---- lexical ------------------------------------------------------------------------------
     def save_lexical(self, lex: LexicalIndex, generation: int) -> None:
-        self.lexical_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.lexical_path.parent, prefix="lexical.tmp"))
-        lex.save(tmp)
-        (tmp / "generation").write_text(str(generation))
-        old = self.lexical_path.parent / f"lexical.old.{time.time_ns()}"
-        if self.lexical_path.exists():
-            os.replace(self.lexical_path, old)
-        os.replace(tmp, self.lexical_path)
-        shutil.rmtree(old, ignore_errors=True)
+        """Keep the bm25 index for the next process. Best effort, like the snapshot file: a failure only costs
+        that process a rebuild. Writers and readers (threads or processes) of one home may save at the same
+        moment, and renaming a folder onto one that exists fails, so the swap is done under an flock."""
+        parent = self.lexical_path.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=parent, prefix="lexical.tmp"))
+            old = parent / f"lexical.old.{uuid.uuid4().hex}"
+            try:
+                lex.save(tmp)
+                (tmp / "generation").write_text(str(generation))
+                with open(parent / "lexical.lock", "a") as lock:
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    if self.lexical_path.exists():
+                        os.replace(self.lexical_path, old)
+                    os.replace(tmp, self.lexical_path)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)  # gone already unless something failed
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            pass
 
     def load_lexical(self, generation: int) -> LexicalIndex | None:
         """The cached bm25 index if it was built for `generation` (the snapshot also checks its ids match)."""

@@ -50,3 +50,33 @@ def test_expansion_never_outranks_an_exact_match():
                                                     "\nTMEM holds the accumulator"])
     hits = lex.search(weighted_query("tensor memory accumulator"), 2)
     assert [i for i, _ in hits] == ["exact", "synonym"]
+
+
+def test_lexical_cache_saves_race_without_error(tmp_path):
+    """Readers and a writer of one home may save the bm25 cache at the same moment (a served upload raced a
+    search's rebuild): no save raises, and what is left loads, stands for one of the generations saved."""
+    import threading
+
+    from brain.config import Settings
+    from brain.store import Store
+
+    store = Store(Settings(home=tmp_path / "home"))
+    lex = LexicalIndex.build(["a", "b"], ["tma loads", "tensor memory"])
+    errors = []
+
+    def save(generation):
+        try:
+            for _ in range(15):
+                store.save_lexical(lex, generation)
+        except Exception as e:  # noqa: BLE001 - any escape is the failure under test
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=save, args=(g,)) for g in range(1, 7)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert any(store.load_lexical(g) for g in range(1, 7))
+    assert [p.name for p in store.lexical_path.parent.iterdir() if p.name.startswith("lexical.")] == \
+        ["lexical.lock"]  # no temporary or old folder left behind
