@@ -14,6 +14,14 @@ from .errors import (Busy, BackendUnavailable, KernelsError, MemoryBudgetError, 
                      UnknownBackend, UnknownProblem, UnsupportedShape)
 from .problems import (DEFAULT_SEED, PROBLEMS, Problem, get_problem, list_problems, parse_shape,  # noqa: F401
                        shape_str)
-from .registry import Backend, get_backend, list_backends, register_backend  # noqa: F401
-from .check import CheckResult, check_output  # noqa: F401
-from .runner import describe, run  # noqa: F401
+from .registry import Backend, describe, get_backend, list_backends, register_backend  # noqa: F401
+
+# Importing kernels (and listing problems and backends) loads no torch; what checks and runs does, on first use.
+_LAZY = {"CheckResult": "check", "check_output": "check", "run": "runner"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,39 +20,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
 from typing import Callable, Optional
 
 import torch
 
-
-@dataclass(frozen=True)
-class GpuPeak:
-    name: str
-    bf16_flops: float  # dense tensor-core bf16 FLOP/s
-    fp4_flops: Optional[float]  # dense FP4 tensor-core FLOP/s; None: no FP4 tensor path
-    dram_bytes_per_s: float
-    note: str = ""
-
-
-# Hopper: spec-sheet dense peaks (no sparsity). B200: the problem set's SOL convention
-# (dense FP4 at 1.5 GHz = 6.9 PFLOP/s, DRAM 7.68 TB/s) which reproduces its SOL table
-# exactly; bf16 is a quarter of the FP4 rate.
-PEAKS = {
-    "H100 PCIe": GpuPeak("H100 PCIe", 756e12, None, 2.0e12, "spec sheet"),
-    "H100": GpuPeak("H100 SXM", 989.4e12, None, 3.35e12, "spec sheet (SXM5, HBM3)"),
-    "H200": GpuPeak("H200 SXM", 989.4e12, None, 4.8e12, "spec sheet (HBM3e)"),
-    "B200": GpuPeak("B200", 1.725e15, 6.9e15, 7.68e12, "GPU MODE SOL convention (1.5 GHz)"),
-}
-
-
-def peak_for_name(device_name: str) -> Optional[GpuPeak]:
-    """Match a CUDA device name ('NVIDIA H100 80GB HBM3', 'NVIDIA B200', ...) to the table."""
-    upper = device_name.upper()
-    for key in ("H100 PCIE", "H100", "H200", "B200"):
-        if key in upper:
-            return PEAKS["H100 PCIe" if key == "H100 PCIE" else key]
-    return None
+from .device import GpuPeak, peak_for_name
 
 
 def speed_of_light(flops: int, bytes_moved: int, peak: GpuPeak, bandwidth: Optional[float] = None) -> dict:

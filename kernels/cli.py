@@ -18,9 +18,11 @@ import argparse
 import json
 import sys
 
-from . import runner
 from .errors import KernelsError
-from .problems import list_problems, parse_shape  # noqa: F401 (parse_shape: part of the CLI API)
+from .problems import DEFAULT_SEED, list_problems, parse_shape
+from .registry import describe
+
+# `list` imports no torch (about 1.3 s); `run` imports the runner, and with it torch, when it runs.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--tests", action="store_true", help="the problem's correctness shapes (default)")
     p_run.add_argument("--check", action="store_true", help="compare with the exact reference (default if --bench is absent)")
     p_run.add_argument("--bench", action="store_true", help="time it (CUDA events, L2 flushed; wall clock on CPU)")
-    p_run.add_argument("--seed", type=int, default=runner.DEFAULT_SEED, help="input seed (default 1111)")
+    p_run.add_argument("--seed", type=int, default=DEFAULT_SEED, help="input seed (default 1111)")
     p_run.add_argument("--device", default=None, help="cpu or cuda[:i] (default: cuda if available)")
-    p_run.add_argument("--inputs", type=int, default=runner.DEFAULT_BENCH_INPUTS,
+    p_run.add_argument("--inputs", type=int, default=None,
                        help="distinct inputs per timed batch (default 50; fewer if memory is short)")
-    p_run.add_argument("--repeats", type=int, default=runner.DEFAULT_BENCH_REPEATS, help="timed batches (default 5)")
+    p_run.add_argument("--repeats", type=int, default=None, help="timed batches (default 5)")
     p_run.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p_run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
@@ -95,15 +97,18 @@ def _print_run(res: dict) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         if args.kernels_command == "list":
-            info = runner.describe()
+            info = describe()
             print(json.dumps(info, indent=2)) if args.json else _print_list(info)
             return 0
+        from . import runner
         shapes = ("benchmarks" if args.benchmarks else
                   [parse_shape(s) for s in args.shape] if args.shape else "tests")
         progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+        inputs = runner.DEFAULT_BENCH_INPUTS if args.inputs is None else max(1, args.inputs)
+        repeats = runner.DEFAULT_BENCH_REPEATS if args.repeats is None else max(1, args.repeats)
         res = runner.run(args.problem, args.backend, shapes, check=args.check or not args.bench,
-                         bench=args.bench, seed=args.seed, device=args.device, bench_inputs=max(1, args.inputs),
-                         bench_repeats=max(1, args.repeats), progress=progress)
+                         bench=args.bench, seed=args.seed, device=args.device, bench_inputs=inputs,
+                         bench_repeats=repeats, progress=progress)
         print(json.dumps(res, indent=2)) if args.json else _print_run(res)
         return 0 if res["ok"] else 1
     except KernelsError as exc:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-SF_VEC_SIZE = 16  # K elements sharing one e4m3 scale
+from .problems import SF_VEC_SIZE  # noqa: E402,F401 (16 K elements share one e4m3 scale; defined torch-free there)
 ATOM_ROWS = 128  # rows of one scale atom (32 x 4)
 ATOM_COLS = 4  # scale columns of one scale atom
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
-
-from . import formats, reference
 from .errors import ShapeError, UnknownProblem
+
+# torch, formats and reference are imported inside the functions that build or reduce tensors: the problem
+# metadata (names, shapes, validation, flop and byte counts) is what `kernels list` needs, without torch's 1.3 s.
+SF_VEC_SIZE = 16  # K elements per e4m3 scale (kernels.SF_VEC_SIZE)
 
 DEFAULT_SEED = 1111
 RTOL = 1e-3
@@ -33,6 +34,7 @@ MAX_GROUPS = 64
 
 
 def default_device() -> str:
+    import torch
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -89,6 +91,7 @@ def _check_k(problem: str, k: int, multiple: int, where: str = "") -> None:
 
 def _fp4(gen, device, l, rows, k, kind) -> torch.Tensor:
     """[rows, K/2, L] packed e2m1 with the problem files' value distribution and strides."""
+    import torch
     shape = (l, rows, k // 2)
     if kind == "all_codes":  # every byte value: all 16 codes in both nibbles
         raw = torch.randint(0, 256, shape, dtype=torch.uint8, device=device, generator=gen)
@@ -103,6 +106,7 @@ def _fp4(gen, device, l, rows, k, kind) -> torch.Tensor:
 
 def _scales(gen, device, l, rows, sf_k, kind) -> torch.Tensor:
     """[rows, K/16, L] e4m3 scales with the problem files' distribution and strides."""
+    import torch
     shape = (l, rows, sf_k)
     if kind[0] == "int":  # integers lo..hi-1 cast to e4m3
         lo, hi = kind[1], kind[2]
@@ -116,16 +120,23 @@ def _scales(gen, device, l, rows, sf_k, kind) -> torch.Tensor:
 
 def _c(gen, device, l, m, n) -> torch.Tensor:
     """Output buffer [M, N, L] fp16 (random, like the problem files) with strides (N, 1, M*N)."""
+    import torch
     return torch.randn((l, m, n), dtype=torch.float16, device=device, generator=gen).permute(1, 2, 0)
 
 
 def _gen(seed: int, device) -> torch.Generator:
+    import torch
     return torch.Generator(device=device).manual_seed(int(seed))
+
+
+def _pad128(rows: int) -> int:
+    """Rows of a permuted scale tensor: padded to whole 128-row atoms."""
+    return -(-rows // 128) * 128
 
 
 def _packed_bytes(rows: int, k: int) -> int:
     """Bytes of fp4 data plus its e4m3 scales for a [rows, K] operand."""
-    return rows * k // 2 + rows * k // formats.SF_VEC_SIZE
+    return rows * k // 2 + rows * k // SF_VEC_SIZE
 
 
 # ---------------------------------------------------------------- the problems
@@ -163,17 +174,20 @@ class Problem:
 
     # --- shared
     def generate_input(self, shape: dict, seed: int = DEFAULT_SEED, device=None) -> tuple:
+        import torch
         shape = self.validate_shape(shape)
         device = torch.device(device or default_device())
         return self._build(shape, _gen(seed, device), device)
 
-    @torch.no_grad()
     def reference(self, data):
-        return self._reference(data)
+        import torch
+        with torch.no_grad():
+            return self._reference(data)
 
     def reference_workspace_bytes(self, shape: dict) -> int:
         """Extra memory the reference needs beyond the inputs: float64 chunks and outputs."""
-        return 2 * reference.CHUNK_BYTES + 16 * self.output_elements(shape)
+        from .reference import CHUNK_BYTES
+        return 2 * CHUNK_BYTES + 16 * self.output_elements(shape)
 
     def output_elements(self, shape: dict) -> int:
         raise NotImplementedError
@@ -201,16 +215,18 @@ class Gemv(Problem):
         return {"m": m, "k": k, "l": l}
 
     def _build(self, s, gen, device):
+        from .formats import to_permuted
         m, k, l = s["m"], s["k"], s["l"]
-        sf_k = k // formats.SF_VEC_SIZE
+        sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "small_low_nibble")
         b = _fp4(gen, device, l, 128, k, "small_low_nibble")  # padded to 128 rows for cuBLAS
         c = _c(gen, device, l, m, 1)
         sfa = _scales(gen, device, l, m, sf_k, ("int", 0, 3))
         sfb = _scales(gen, device, l, 128, sf_k, ("int", 0, 3))
-        return (a, b, sfa, sfb, formats.to_permuted(sfa), formats.to_permuted(sfb), c)
+        return (a, b, sfa, sfb, to_permuted(sfa), to_permuted(sfb), c)
 
     def _reference(self, data):
+        from . import reference
         return reference.gemv(data)
 
     def flops(self, s):
@@ -220,7 +236,7 @@ class Gemv(Problem):
         return s["l"] * (_packed_bytes(s["m"], s["k"]) + _packed_bytes(1, s["k"]) + 2 * s["m"])
 
     def input_bytes(self, s):
-        m_pad = formats.ceil_div(s["m"], 128) * 128
+        m_pad = _pad128(s["m"])
         return s["l"] * (2 * _packed_bytes(128, s["k"]) + 2 * _packed_bytes(m_pad, s["k"]) + 2 * s["m"])
 
     def output_elements(self, s):
@@ -248,16 +264,18 @@ class Gemm(Problem):
         return {"m": m, "n": n, "k": k, "l": l}
 
     def _build(self, s, gen, device):
+        from .formats import to_permuted
         m, n, k, l = s["m"], s["n"], s["k"], s["l"]
-        sf_k = k // formats.SF_VEC_SIZE
+        sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "all_codes")
         b = _fp4(gen, device, l, n, k, "all_codes")
         c = _c(gen, device, l, m, n)
         sfa = _scales(gen, device, l, m, sf_k, ("int", 0, 4))
         sfb = _scales(gen, device, l, n, sf_k, ("int", 0, 4))
-        return (a, b, sfa, sfb, formats.to_permuted(sfa), formats.to_permuted(sfb), c)
+        return (a, b, sfa, sfb, to_permuted(sfa), to_permuted(sfb), c)
 
     def _reference(self, data):
+        from . import reference
         return reference.gemm(data)
 
     def flops(self, s):
@@ -267,9 +285,8 @@ class Gemm(Problem):
         return s["l"] * (_packed_bytes(s["m"], s["k"]) + _packed_bytes(s["n"], s["k"]) + 2 * s["m"] * s["n"])
 
     def input_bytes(self, s):
-        pad = lambda r: formats.ceil_div(r, 128) * 128  # noqa: E731 (permuted copies are padded)
         return s["l"] * (_packed_bytes(s["m"], s["k"]) + _packed_bytes(s["n"], s["k"])
-                         + (pad(s["m"]) + pad(s["n"])) * s["k"] // 16 + 2 * s["m"] * s["n"])
+                         + (_pad128(s["m"]) + _pad128(s["n"])) * s["k"] // 16 + 2 * s["m"] * s["n"])
 
     def output_elements(self, s):
         return s["m"] * s["n"] * s["l"]
@@ -284,17 +301,19 @@ class Gemm(Problem):
 
 class DualGemm(Gemm):
     def _build(self, s, gen, device):
+        from .formats import to_permuted
         m, n, k, l = s["m"], s["n"], s["k"], s["l"]
-        sf_k = k // formats.SF_VEC_SIZE
+        sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "sign_and_2lsb")
         b1 = _fp4(gen, device, l, n, k, "sign_and_2lsb")
         b2 = _fp4(gen, device, l, n, k, "sign_and_2lsb")
         c = _c(gen, device, l, m, n)
         sfa, sfb1, sfb2 = (_scales(gen, device, l, rows, sf_k, ("uniform01",)) for rows in (m, n, n))
         return (a, b1, b2, sfa, sfb1, sfb2,
-                formats.to_permuted(sfa), formats.to_permuted(sfb1), formats.to_permuted(sfb2), c)
+                to_permuted(sfa), to_permuted(sfb1), to_permuted(sfb2), c)
 
     def _reference(self, data):
+        from . import reference
         return reference.dual_gemm(data)
 
     def flops(self, s):
@@ -305,7 +324,7 @@ class DualGemm(Gemm):
 
     def input_bytes(self, s):
         # The gemm count plus the second B operand (data, plain and padded permuted scales).
-        n_pad = formats.ceil_div(s["n"], 128) * 128
+        n_pad = _pad128(s["n"])
         return super().input_bytes(s) + s["l"] * (_packed_bytes(s["n"], s["k"]) + n_pad * s["k"] // 16)
 
     def operand_elements(self, s):
@@ -352,9 +371,10 @@ class GroupGemm(Problem):
         return list(zip(s["m"], s["n"], s["k"]))
 
     def _build(self, s, gen, device):
+        from .formats import to_permuted
         abc, sf_plain, sf_perm, sizes = [], [], [], []
         for m, n, k in self.groups(s):
-            sf_k = k // formats.SF_VEC_SIZE
+            sf_k = k // SF_VEC_SIZE
             a = _fp4(gen, device, 1, m, k, "sign_and_2lsb")
             b = _fp4(gen, device, 1, n, k, "sign_and_2lsb")
             c = _c(gen, device, 1, m, n)
@@ -362,11 +382,12 @@ class GroupGemm(Problem):
             sfb = _scales(gen, device, 1, n, sf_k, ("int", 1, 3))
             abc.append((a, b, c))
             sf_plain.append((sfa, sfb))
-            sf_perm.append((formats.to_permuted(sfa), formats.to_permuted(sfb)))
+            sf_perm.append((to_permuted(sfa), to_permuted(sfb)))
             sizes.append((m, n, k, 1))
         return (abc, sf_plain, sf_perm, sizes)
 
     def _reference(self, data):
+        from . import reference
         return reference.group_gemm(data)
 
     def flops(self, s):

@@ -22,10 +22,9 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-import torch
-
+from .device import cuda_devices, cuda_index, device_info
 from .errors import BackendUnavailable, UnknownBackend
-from .problems import get_problem
+from .problems import get_problem, list_problems
 
 # Packages discovered lazily; each one's __init__ only calls register_backend.
 KERNEL_PACKAGES = ("kernels.sm90", "kernels.sm100")
@@ -66,16 +65,18 @@ class Backend:
         if self.capability is None:
             return None
         want = tuple(self.capability)
-        if not torch.cuda.is_available():
+        devices = cuda_devices()  # from the driver: listing backends must not import torch
+        if not devices:
             return f"needs a CUDA GPU of compute capability {want[0]}.{want[1]}; no CUDA GPU here"
-        dev = torch.device(device) if device is not None else torch.device("cuda")
-        if dev.type != "cuda":
-            return f"needs a CUDA GPU of compute capability {want[0]}.{want[1]}; device is {dev}"
-        have = torch.cuda.get_device_capability(dev)
-        if tuple(have) != want:
-            name = torch.cuda.get_device_name(dev)
-            return (f"needs compute capability {want[0]}.{want[1]}; this GPU ({name}) "
-                    f"is {have[0]}.{have[1]}")
+        index = cuda_index(device if device is not None else "cuda")
+        if index is None:
+            return f"needs a CUDA GPU of compute capability {want[0]}.{want[1]}; device is {device}"
+        if index >= len(devices):
+            return f"needs a CUDA GPU of compute capability {want[0]}.{want[1]}; no device {device} here"
+        have = devices[index]
+        if have.capability != want:
+            return (f"needs compute capability {want[0]}.{want[1]}; this GPU ({have.name}) "
+                    f"is {have.capability[0]}.{have.capability[1]}")
         return None
 
     def as_dict(self, device=None) -> dict:
@@ -152,6 +153,22 @@ def get_backend(problem: str, name: str) -> Backend:
 def discovery_errors() -> dict:
     discover()
     return dict(_discovery_errors)
+
+
+def describe(device=None) -> dict:
+    """Problems, backends (with runs_here / why_not), this machine's device: what `kernels list` prints.
+    Imports no torch (about 1.3 s), so listing answers at once."""
+    problems = []
+    for name in list_problems():
+        p = get_problem(name)
+        problems.append({"name": name, "summary": p.summary, "tests": p.tests, "benchmarks": p.benchmarks,
+                         "rtol": p.rtol, "atol": p.atol})
+    return {
+        "problems": problems,
+        "backends": [b.as_dict(device) for b in list_backends()],
+        "device": device_info(device),
+        "discovery_errors": discovery_errors(),
+    }
 
 
 # ------------------------------------------------------- built-in backends (torch only)

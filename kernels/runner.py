@@ -1,6 +1,7 @@
 """The Python API behind ``brain kernels`` and the HTTP endpoints: plain, JSON-ready dicts.
 
-    describe()                       -> problems, backends, what runs on this machine and why not
+    describe()                       -> problems, backends, what runs on this machine and why not (torch-free:
+                                        kernels.registry.describe, re-exported)
     run(problem, backend, shapes=..., check=True, bench=False, seed=1111) -> results per shape
 
 Only one run at a time per process (a run occupies the GPU and its memory): ``run``
@@ -20,8 +21,9 @@ from . import bench as benchmod
 from . import reference as refmod
 from .check import check_output
 from .errors import BackendUnavailable, Busy, KernelsError, MemoryBudgetError
-from .problems import DEFAULT_SEED, get_problem, list_problems, parse_shape, shape_str
-from .registry import discovery_errors, get_backend, list_backends
+from .problems import DEFAULT_SEED, get_problem, parse_shape, shape_str
+from .device import device_info
+from .registry import describe, get_backend  # noqa: F401 (describe: part of this module's API)
 
 # Seeds of the distinct inputs of a benchmark batch: seed, seed + 42, ... (GPU MODE's rule).
 SEED_STEP = 42
@@ -55,32 +57,6 @@ def _parse_device(device) -> torch.device:
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise KernelsError(f"device {device} does not exist ({torch.cuda.device_count()} CUDA device(s) here)")
     return device
-
-
-def device_info(device=None) -> dict:
-    device = _parse_device(device)
-    info = {"device": str(device), "cuda_available": torch.cuda.is_available(), "torch": torch.__version__}
-    if device.type == "cuda":
-        cap = torch.cuda.get_device_capability(device)
-        peak = benchmod.device_peak(device)
-        info.update({"gpu": torch.cuda.get_device_name(device), "capability": list(cap),
-                     "peak": None if peak is None else peak.name})
-    return info
-
-
-def describe(device=None) -> dict:
-    """Problems, backends (with runs_here / why_not), this machine's device."""
-    problems = []
-    for name in list_problems():
-        p = get_problem(name)
-        problems.append({"name": name, "summary": p.summary, "tests": p.tests, "benchmarks": p.benchmarks,
-                         "rtol": p.rtol, "atol": p.atol})
-    return {
-        "problems": problems,
-        "backends": [b.as_dict(device) for b in list_backends()],
-        "device": device_info(device),
-        "discovery_errors": discovery_errors(),
-    }
 
 
 # Bounds on what an HTTP request may ask for (shapes are bounded by Problem.validate_shape).

@@ -1,19 +1,19 @@
 import pytest
 import torch
 
-from kernels import bench
+from kernels import bench, device
 
 
 def test_peak_lookup_by_device_name():
-    assert bench.peak_for_name("NVIDIA H100 80GB HBM3").name == "H100 SXM"
-    assert bench.peak_for_name("NVIDIA H100 PCIe").name == "H100 PCIe"
-    assert bench.peak_for_name("NVIDIA H200").dram_bytes_per_s == 4.8e12
-    assert bench.peak_for_name("NVIDIA B200").fp4_flops is not None
-    assert bench.peak_for_name("NVIDIA A100-SXM4-80GB") is None
+    assert device.peak_for_name("NVIDIA H100 80GB HBM3").name == "H100 SXM"
+    assert device.peak_for_name("NVIDIA H100 PCIe").name == "H100 PCIe"
+    assert device.peak_for_name("NVIDIA H200").dram_bytes_per_s == 4.8e12
+    assert device.peak_for_name("NVIDIA B200").fp4_flops is not None
+    assert device.peak_for_name("NVIDIA A100-SXM4-80GB") is None
 
 
 def test_speed_of_light_picks_the_larger_time():
-    h100 = bench.PEAKS["H100"]
+    h100 = device.PEAKS["H100"]
     mem = bench.speed_of_light(flops=1e9, bytes_moved=3.35e9, peak=h100)
     assert mem["bound"] == "memory" and mem["sol_us"] == pytest.approx(1e3)
     comp = bench.speed_of_light(flops=989.4e12, bytes_moved=1, peak=h100)

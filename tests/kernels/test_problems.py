@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from kernels import bench, formats
+from kernels import bench, device, formats
 from kernels.errors import ShapeError, UnknownProblem
 from kernels.problems import get_problem, list_problems
 
@@ -128,5 +128,5 @@ def test_b200_speed_of_light_matches_the_problem_set(name):
     # gemv: the table counts b's 128-row padding, we count the real vector: within 1%.
     tol = 0.01 if name == "gemv" else 0.001
     for shape, want in zip(p.benchmarks, B200_SOL[name]):
-        sol = bench.speed_of_light(p.flops(shape), p.bytes_moved(shape), bench.PEAKS["B200"])
+        sol = bench.speed_of_light(p.flops(shape), p.bytes_moved(shape), device.PEAKS["B200"])
         assert abs(sol["sol_us"] - want) / want < tol, (shape, sol["sol_us"], want)

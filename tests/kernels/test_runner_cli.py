@@ -181,3 +181,47 @@ def test_wrong_gpu_is_reported_before_a_missing_package(fake_backends):
     fake_backends("gpu-and-pkg", "good", capability=(12, 7), requires=("no_such_module_xyz",))
     reason = registry.get_backend("gemm", "gpu-and-pkg").unavailable_reason()
     assert "12.7" in reason and "no_such_module_xyz" not in reason
+
+
+def _list_in_fresh_process(entry: str) -> tuple:
+    """Run `kernels list --json` through `entry` in a fresh interpreter; return (its JSON, top-level modules loaded)."""
+    import pathlib
+    import subprocess
+
+    code = ("import contextlib, io, json, sys\n"
+            f"{entry}\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            "    code = main()\n"
+            "assert code == 0, code\n"
+            "print(json.dumps({'list': json.loads(out.getvalue()),"
+            " 'modules': sorted({m.split('.')[0] for m in sys.modules})}))")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    got = json.loads(done.stdout)
+    return got["list"], set(got["modules"])
+
+
+def test_brain_kernels_list_imports_no_torch_and_says_what_describe_says():
+    listed, modules = _list_in_fresh_process("import cli\nmain = lambda: cli.main(['kernels', 'list', '--json'])")
+    assert "torch" not in modules and "cutlass" not in modules
+    assert listed == json.loads(json.dumps(runner.describe()))  # the in-process answer, torch loaded
+    assert listed["device"]["torch"] == torch.__version__
+    assert listed["device"]["cuda_available"] == torch.cuda.is_available()
+
+
+def test_python_dash_m_kernels_list_imports_neither_torch_nor_brain():
+    _, modules = _list_in_fresh_process("from kernels import cli\n"
+                                        "main = lambda: cli.main(cli.build_parser().parse_args(['list', '--json']))")
+    assert not modules & {"torch", "brain", "cutlass"}
+
+
+def test_driver_probe_sees_the_devices_torch_sees():
+    from kernels import device
+
+    found = device.cuda_devices()
+    assert len(found) == torch.cuda.device_count()
+    for i, dev in enumerate(found):
+        assert dev.capability == torch.cuda.get_device_capability(i) and dev.name == torch.cuda.get_device_name(i)
+    assert device.cuda_index("cuda") == 0 and device.cuda_index(torch.device("cuda:3")) == 3
+    assert device.cuda_index("cpu") is None
