@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brain import BrainError
+from brain.chunking import HARD_MAX
 from brain.config import Settings
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex, tokenize
@@ -329,12 +330,12 @@ class Searcher:
         code = {i for i, _ in lists.get("dense", []) if snap.metas[snap.pos[i]]["kind"] == "code"}
         fused = fuse(lists, fusion, identifier_hit=self._identifier_hit(snap, query, lists.get("bm25")), code=code)
         order = sorted(fused, key=lambda i: -fused[i])
-        hits = collapse_duplicates((Hit(i, fused[i], snap.texts[snap.pos[i]], snap.metas[snap.pos[i]])
-                                    for i in order), k)
         ranks = {name: {j: r for r, (j, _) in enumerate(ranked, 1)} for name, ranked in lists.items()}
-        for h in hits:
-            h.signals = {name: r[h.id] for name, r in ranks.items() if h.id in r}
-        return Hits([expand_short(snap, h, short=expand) for h in hits], match)
+        # passages are widened before duplicates collapse: a hit whose lines a better one now holds is dropped
+        hits = collapse_duplicates((widen_to_section(snap, expand_short(snap, Hit(
+            i, fused[i], snap.texts[snap.pos[i]], snap.metas[snap.pos[i]],
+            {name: r[i] for name, r in ranks.items() if i in r}), short=expand)) for i in order), k)
+        return Hits(hits, match)
 
     @staticmethod
     def _identifier_hit(snap: Snapshot, query: str, bm25: list[tuple[str, float]] | None) -> bool:
@@ -476,11 +477,57 @@ def expand_short(snap: "Snapshot", hit: Hit, short: bool = True) -> Hit:
                 or (not announces and nxt["section"] != m["section"]):
             break
         p += 1
-        text, m = f"{text}\n\n{snap.texts[p]}", {**m, "end_line": nxt["end_line"]}
+        text, m = _join(text, m["end_line"], snap.texts[p], nxt["start_line"]), {**m, "end_line": nxt["end_line"]}
         short = False  # a short hit takes one neighbour; only announcements chain
     if text is hit.text:
         return hit
     return Hit(hit.id, hit.score, text, m, {**hit.signals, "expanded": True})
+
+
+def _join(first: str, first_end: int, second: str, second_start: int) -> str:
+    """Two passages of one file as the file has them: as many line breaks as lines between them (chunks are
+    stored without their surrounding blank lines)."""
+    return first + "\n" * max(1, second_start - first_end) + second
+
+
+PROSE = ("markdown", "rst")
+SECTION_PASSAGE = HARD_MAX  # a prose hit grows within its section up to a readable passage (chunk cap)
+
+
+def widen_to_section(snap: "Snapshot", hit: Hit, limit: int = SECTION_PASSAGE) -> Hit:
+    """Small to big: a prose section the size cap cut into several chunks is retrieved by its pieces (each
+    embedded whole, each a sharp bm25 document) but read as one passage: the hit takes its section's next and
+    previous chunks in the same file, alternately, while the passage stays within `limit` characters. The
+    answer to a question is often beside the piece that matched its words (the table under a heading's
+    sentence, the second half of a list). Code keeps its own pieces (brain/chunking/python.py)."""
+    p = snap.pos.get(hit.id)
+    m = hit.meta
+    if p is None or m["language"] not in PROSE:
+        return hit
+
+    def same(q: int) -> bool:
+        o = snap.metas[q]
+        return (o["corpus"], o["source"], o["section"]) == (m["corpus"], m["source"], m["section"])
+
+    text, start, end, lo, hi = hit.text, m["start_line"], m["end_line"], p, p
+    while hi + 1 < len(snap.ids) and same(hi + 1) and snap.metas[hi + 1]["end_line"] <= end:
+        hi += 1  # chunks expand_short already appended
+    grew = True
+    while grew:
+        grew = False
+        if hi + 1 < len(snap.ids) and same(hi + 1) and snap.metas[hi + 1]["start_line"] > end \
+                and len(text) + 1 + len(snap.texts[hi + 1]) <= limit:
+            hi += 1
+            text = _join(text, end, snap.texts[hi], snap.metas[hi]["start_line"])
+            end, grew = snap.metas[hi]["end_line"], True
+        if lo > 0 and same(lo - 1) and snap.metas[lo - 1]["end_line"] < start \
+                and len(text) + 1 + len(snap.texts[lo - 1]) <= limit:
+            lo -= 1
+            text = _join(snap.texts[lo], snap.metas[lo]["end_line"], text, start)
+            start, grew = snap.metas[lo]["start_line"], True
+    if text is hit.text:
+        return hit
+    return Hit(hit.id, hit.score, text, {**m, "start_line": start, "end_line": end}, {**hit.signals, "widened": True})
 
 
 NEAR_DUPLICATE = 0.9  # word-set Jaccard above which two passages say the same thing (copied sections)

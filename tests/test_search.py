@@ -5,7 +5,8 @@ import pytest
 
 from brain import BrainError
 from brain.evaluate import evaluate, load_questions, split_of
-from brain.search import ErrorSignals, Filters, Fusion, Hit, Snapshot, collapse_duplicates, expand_short, fuse, rrf
+from brain.search import (ErrorSignals, Filters, Fusion, Hit, Snapshot, collapse_duplicates, expand_short, fuse, rrf,
+                          widen_to_section)
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -149,6 +150,27 @@ def test_an_announcing_hit_gets_its_explanation():
     assert "not memory-latency bound" in hit.text and hit.meta["end_line"] == 7 and "unrelated" not in hit.text
     plain = Hit("2", 1.0, texts[2], metas[2])
     assert expand_short(snap, plain, short=False) is plain
+
+
+def test_a_prose_hit_reads_as_its_section_up_to_the_passage_cap():
+    from brain.lexical import LexicalIndex
+    lines = ["## Limits", "", "The cap is 228 KB.", "", "| stages | smem |", "| 4 | 200 KB |", "", "Past it, launch fails.",
+             "## Other", "unrelated"]
+    meta = dict(corpus="c", source="w.md", kind="reference", tags="", language="markdown", patterns="", context="")
+    spans = [(1, 3, "T › Limits"), (5, 6, "T › Limits"), (8, 8, "T › Limits"), (9, 10, "T › Other")]
+    texts = ["\n".join(lines[a - 1:b]) for a, b, _ in spans]
+    metas = [{**meta, "section": sec, "start_line": a, "end_line": b} for a, b, sec in spans]
+    ids = ["0", "1", "2", "3"]
+    snap = Snapshot(1, ids, texts, metas, LexicalIndex.build(ids, texts))
+    hit = widen_to_section(snap, Hit("1", 1.0, texts[1], metas[1]))
+    # the whole section, exactly its lines (blank lines between pieces restored), never the next section
+    assert hit.text == "\n".join(lines[0:8]) and (hit.meta["start_line"], hit.meta["end_line"]) == (1, 8)
+    assert hit.signals["widened"] and "unrelated" not in hit.text
+    capped = widen_to_section(snap, Hit("1", 1.0, texts[1], metas[1]), limit=len(texts[1]) + 1 + len(texts[2]))
+    assert capped.text == "\n".join(lines[4:8])  # the next piece first, then no room for the previous one
+    assert widen_to_section(snap, Hit("1", 1.0, texts[1], metas[1]), limit=len(texts[1])).text == texts[1]
+    code = Hit("1", 1.0, texts[1], {**metas[1], "language": "python"})
+    assert widen_to_section(snap, code) is code
 
 
 def test_eval_file_errors(tmp_path):
