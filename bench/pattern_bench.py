@@ -1,13 +1,15 @@
 """Precision and recall of the kernel-code pattern detector against hand labels, and chunk sizes on foreign code.
 
     python bench/pattern_bench.py [--labels bench/patterns_labelled.json] [--root DIR] [--json]
+                                  [--split tuning] [--errors tuning]
 
 Labels (bench/patterns_labelled.json) name, per file and pattern, the units that implement the pattern: a
 function or method by qualified name; in a function over 150 lines each top-level if/for/while/with/try of 25
 lines or more is a unit of its own (`qualname:first_line`); `<module>` is the code outside every function. A
 unit is predicted to implement a pattern when the detector (brain.patterns.find_hits) has a hit on a line that
 belongs to it (nested definitions and sub-units own their lines). Precision and recall are over (file, unit,
-pattern) triples, for the tuning files, the reporting files and all. The foreign files are read from the
+pattern) triples, for the tuning files, the reporting files and all (`--split tuning` scores the tuning files
+alone: rules are chosen there, the reporting figures are quoted once). The foreign files are read from the
 sample corpus and never copied into the repository.
 """
 from __future__ import annotations
@@ -120,33 +122,37 @@ def main() -> int:
     ap.add_argument("--root", default=str(DEFAULT_ROOT), help="the foreign kernel-code folder")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--errors", choices=("tuning", "reporting"), help="list the false positives and negatives")
+    ap.add_argument("--split", choices=("tuning", "reporting"),
+                    help="score only these files (choose rules on tuning; quote reporting once, at the end)")
     args = ap.parse_args()
     root = Path(args.root)
     if not root.is_dir():
         print(f"error: {root} not found (the sample corpora are not on this machine)", file=sys.stderr)
         return 2
     doc = json.loads(Path(args.labels).read_text())
-    report = {split: score(doc[split], doc["labels"], root) for split in ("tuning", "reporting")}
-    report["all"] = score(doc["tuning"] + doc["reporting"], doc["labels"], root)
-    report["chunks"] = chunk_figures(root)
     if args.errors:
         errors: list = []
         score(doc[args.errors], doc["labels"], root, errors)
         for kind, name, f, unit in sorted(errors, key=lambda e: (e[1], e[0])):
             print(f"{kind} {name:<20} {f}  {unit}")
         return 0
+    splits = (args.split,) if args.split else ("tuning", "reporting", "all")
+    report = {split: score(doc[split], doc["labels"], root) for split in splits if split != "all"}
+    if "all" in splits:
+        report["all"] = score(doc["tuning"] + doc["reporting"], doc["labels"], root)
+    report["chunks"] = chunk_figures(root)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
     print(f"{len(doc['tuning'])} tuning files, {len(doc['reporting'])} reporting files; P / R (tp fp fn) per pattern")
-    print(f"{'pattern':<20} {'tuning':>22} {'reporting':>22} {'all':>22}")
-    names = [n for n in list(PATTERNS) + ["(micro)"] if any(n in report[s] for s in ("tuning", "reporting", "all"))]
+    print(f"{'pattern':<20}" + "".join(f" {s:>22}" for s in splits))
+    names = [n for n in list(PATTERNS) + ["(micro)"] if any(n in report[s] for s in splits)]
     for n in names:
         cells = []
-        for s in ("tuning", "reporting", "all"):
+        for s in splits:
             r = report[s].get(n)
             cells.append(f"{_fmt(r['precision'])}/{_fmt(r['recall'])} ({r['tp']} {r['fp']} {r['fn']})" if r else "")
-        print(f"{n:<20} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22}")
+        print(f"{n:<20}" + "".join(f" {c:>22}" for c in cells))
     c = report["chunks"]
     print(f"\nforeign code ({c['files']} files): {c['chunks']} chunks, max {c['max']}, p95 {c['p95']}, mean {c['mean']} "
           f"chars, {c['under_300']} under 300; code chunks with no pattern: {c['no_pattern']:.1%}")

@@ -35,8 +35,8 @@ PATTERNS: dict[str, Pattern] = {
         "prefetch_descriptor, create_tma_multicast_mask, tma_partition of an operand atom"),
     "tma-store": Pattern(
         "TMA stores shared -> global memory",
-        "CopyBulkTensorTileS2G*Op; cute.copy of a TMA atom without tma_bar_ptr=; tma_partition of the C/D/epilogue "
-        "atom; tma_store_fence"),
+        "CopyBulkTensorTileS2G*Op; cute.copy or tma_partition of an atom made from an S2G op in the module "
+        "(else: cute.copy of a TMA atom without tma_bar_ptr=, tma_partition of a C/D/epilogue atom); tma_store_fence"),
     "s2t-copy": Pattern(
         "copying scale factors shared memory -> tensor memory (tcgen05.cp, UTCCP)",
         "make_s2t_copy, get_s2t_smem_desc_tensor, tcgen05 Cp*Op, cute.copy of an *s2t* tiled copy"),
@@ -49,8 +49,8 @@ PATTERNS: dict[str, Pattern] = {
         "cute.gemm(...) calls; warpgroup commit_group/wait_group"),
     "epilogue": Pattern(
         "reading accumulators (tensor memory or registers), converting and storing C",
-        "make_tmem_copy of an Ld op, get_tmem_load_op, get_smem_store_op, make_tiled_copy_C/D, StMatrix ops; calls or"
-        " definitions named epi_* / epilog*"),
+        "get_tmem_load_op (the output tile's TMEM load), get_smem_store_op, make_tiled_copy_C/D, StMatrix ops; calls "
+        "or definitions named epi_* / epilog*"),
     "warp-dispatch": Pattern(
         "giving warps roles (TMA producer, MMA issuer, epilogue) by warp index",
         "an if/elif whose test compares a warp or warp-group index (warp_idx, warp_group_idx, warp_idx())"),
@@ -68,8 +68,9 @@ PATTERNS: dict[str, Pattern] = {
         "definitions with an SF token and tensor/cvt too; the 'blocked' scale layout"),
     "fp4-decode": Pattern(
         "decoding packed narrow values (e2m1/int4 nibbles, e4m3/e8m0/int8 bytes) to wider types",
-        "cvt PTX of a narrow type in inline asm; & 0xF nibble masks; calls or definitions named "
-        "decode*/dequant*/unpack_int*/<narrow type>..._to_<wide type>, narrow-type LUT builders"),
+        "cvt PTX from a narrow source type; & 0xF nibble masks (not packing); a narrow type's value table; calls or "
+        "definitions named dequant*/unpack_int*/<narrow>..._to_<wide>/<narrow>_decode/decode_* (not of a tile, token or "
+        "kernel), narrow-type LUT builders"),
     "smem-layout": Pattern(
         "shared-memory layouts, swizzles and stage buffers",
         "make_smem_layout*, *smem_layout_atom, make_swizzle, make_composed_layout, SmemAllocator, allocate_tensor, "
@@ -94,7 +95,8 @@ PATTERNS: dict[str, Pattern] = {
         "a raster or swizzle-size argument passed to a scheduler or grid call; an if on a raster setting"),
     "online-softmax": Pattern(
         "softmax over K blocks with a running row max and sum, rescaling the output (flash attention)",
-        "exp/exp2 of a difference with a max; code carrying the running row_max / row_sum / correction factor"),
+        "exp/exp2 of a difference with a max; a running row max / row sum / correction factor computed on (operand of "
+        "arithmetic, max/reduce/exp/log/rcp/fma argument, += target), not only passed or stored"),
     "warp-reduction": Pattern(
         "reductions across the lanes of a warp or quad with shuffles",
         "shuffle_sync*, warp_reduction*, redux_sync, calls of a *warp_reduce* helper, shfl PTX"),
@@ -143,11 +145,24 @@ _BLOCKED_SF = r"to_blocked|blocked_scale|scale\w*_blocked"  # the 32x4x4 "blocke
 _EPI = r"(?:^|_)epi(?:log|logue)?(?:_|$)"
 _NARROW = r"e2m1|e4m3|e5m2|e8m0|ue8m0|int4|i4|u4|u4b8|i4sm|i8|s8|fp4|nvfp4|mxfp4"
 _WIDE = r"bf16|f16|fp16|f32|fp32|float"
-_DECODE_NAME = re.compile(rf"decode|dequant|unpacked_to_value|unpack_u?int\d|(?:{_NARROW})\w*_to_(?:{_WIDE})|"
+_DECODE_NAME = re.compile(rf"(?:{_NARROW}|nibble)\w*decode|decode\w*(?:{_NARROW}|nibble)|dequant|unpacked_to_value|"
+                          rf"unpack_u?int\d|"
+                          rf"(?:{_NARROW})\w*_to_(?:{_WIDE})|"
                           rf"(?:{_NARROW})\w*_luts?\b|luts?_\w*(?:{_NARROW})|(?:{_NARROW})\w*_scaled_luts?", re.I)
+# "decode" also names the LLM decode phase, a tile index turned into coordinates and bytes.decode(): a decode_*
+# helper counts unless its name says it is one of those
+_OTHER_DECODE = re.compile(r"tile|idx|index|coord|work|cluster|block|token|step|phase|seq|batch|kv|attn|attention|mla|"
+                           r"kernel", re.I)
+
+
+def _decode_name(name: str) -> bool:
+    return bool(_DECODE_NAME.search(name)) or (name.startswith(("decode_", "_decode_"))
+                                              and not _OTHER_DECODE.search(name))
+
+
 _PTX = [  # (pattern, regex over an inline-asm string)
     ("cluster-reduction", r"shared::cluster|\bmapa\b|st\.async"),
-    ("fp4-decode", rf"cvt\.[\w.]*(?:{_NARROW})|(?:{_NARROW})x\d[\w.]*\s|dp4a"),
+    ("fp4-decode", rf"cvt(?:\.\w+)*\.(?:{_NARROW})(?:x\d)?\s"),  # cvt.<mods>.<dst>.<src>: a narrow source
     ("register-realloc", r"setmaxnreg"),
     ("pdl", r"griddepcontrol"),
     ("mbarrier-wait", r"mbarrier\."),
@@ -158,10 +173,20 @@ _PTX = [  # (pattern, regex over an inline-asm string)
 _WARP_INDEX = re.compile(r"^(?:warp_idx|warp_id|warp_group_idx|warpgroup_idx|wg_idx|warp_idx_in_\w+)$")
 _STORE_ATOM = re.compile(r"(?:^|_)(?:c|d|o|epi|epilog|epilogue|store)(?:_|$)", re.I)
 _RUNNING = re.compile(r"row_max|row_sum|running_(?:max|sum)|correction_factor|^m_i$|^l_i$|max_new|^m_prev$")
+_MATH = re.compile(r"f?max\w*|\w*reduc\w*|exp2?|log2?|rcp\w*|fma\w*|f?mul\w*|f?add\w*|f?sub\w*")  # arithmetic callees
 
 
-def _call_rules(target: str, kws: set[str], first: str, node: ast.Call) -> list[str]:
-    """Patterns a call site implements. `target` is the dotted callee, `first` its first argument's dotted name."""
+def _running(node: ast.AST) -> bool:
+    """An operand that is a running softmax statistic (`row_max`, `self.row_sum[i]`), not an expression holding one."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return bool(_RUNNING.search(name))
+
+
+def _call_rules(target: str, kws: set[str], first: str, node: ast.Call, way: str | None = None) -> list[str]:
+    """Patterns a call site implements. `target` is the dotted callee, `first` its first argument's dotted name,
+    `way` "load" or "store" when `first` names a TMA atom made in this module from a G2S or S2G op."""
     last = target.rsplit(".", 1)[-1]
     recv = target.rsplit(".", 1)[0].rsplit(".", 1)[-1] if "." in target else ""
     out = []
@@ -171,7 +196,9 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call) -> list[
         out.append("pipeline-setup")
     if last == "copy" and recv == "cute":
         atom = first.lower()
-        if "tma_bar_ptr" in kws or "mcast_mask" in kws:
+        if way == "store":
+            out.append("tma-store")
+        elif "tma_bar_ptr" in kws or "mcast_mask" in kws or way == "load":
             out.append("tma-load")
         elif "tma" in atom:
             out.append("tma-store")
@@ -184,7 +211,8 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call) -> list[
             or "non_exec_tiled_tma_load" in last:
         out.append("tma-load")
     if last == "tma_partition":
-        out.append("tma-store" if _STORE_ATOM.search(first.rsplit(".", 1)[-1]) else "tma-load")
+        store = way == "store" if way else bool(_STORE_ATOM.search(first.rsplit(".", 1)[-1]))
+        out.append("tma-store" if store else "tma-load")
     if re.match(r"CopyBulkTensorTileS2G\w*Op$", last) or last == "tma_store_fence":
         out.append("tma-store")
     if last in ("make_s2t_copy", "get_s2t_smem_desc_tensor") or (recv == "tcgen05" and re.match(r"Cp\w*Op$", last)):
@@ -197,7 +225,6 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call) -> list[
         out.append("mma-mainloop")
     if last in ("get_tmem_load_op", "get_smem_store_op", "sm120_get_smem_store_op", "make_tiled_copy_C",
                 "make_tiled_copy_D", "make_tiled_copy_C_atom") or re.match(r"StMatrix\w*Op$", last) \
-            or (last == "make_tmem_copy" and any(re.match(r"Ld\d", n) for n in _names(node))) \
             or re.match(r"_?epi(?:log|logue)?_", last):
         out.append("epilogue")
     if re.search(r"TileScheduler|tile_scheduler", target) or last in (
@@ -208,7 +235,7 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call) -> list[
         out.append("tensormap")
     if re.search(_SF, last) and re.search(r"layout|shape|atom|fragment", last, re.I) or re.search(_BLOCKED_SF, last):
         out.append("scale-factor-layout")  # the layout functions; a call of a tensor-making helper is host set-up
-    if _DECODE_NAME.search(last):
+    if _decode_name(last):
         out.append("fp4-decode")
     smem_layout_call = re.search(r"make_smem_layout|smem_layout_atom$|get_smem_layout|compute_smem_layout$", last)
     if recv != "self" and smem_layout_call or last in (
@@ -249,9 +276,51 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call) -> list[
     return out
 
 
+def _is_shift4(node: ast.AST) -> bool:
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.LShift) \
+        and isinstance(node.right, ast.Constant) and node.right.value == 4
+
+
+def _value_table(node: ast.AST) -> bool:
+    """A literal table of 8 or 16 numbers with a fraction in it: the values of a narrow format's codes."""
+    if not isinstance(node, (ast.Tuple, ast.List)) or len(node.elts) not in (8, 16):
+        return False
+    nums = [e.operand if isinstance(e, ast.UnaryOp) else e for e in node.elts]
+    return all(isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) for n in nums) \
+        and any(isinstance(n.value, float) and not n.value.is_integer() for n in nums)
+
+
+def _tma_ways(tree: ast.AST) -> dict[str, str]:
+    """{name: "load" | "store"} for the TMA atoms (and op variables) a module makes from a G2S or an S2G op: the op,
+    not the operand's letter, says the direction (quack loads C for its epilogue). A name made both ways is left out."""
+    seen: dict[str, set[str]] = {}
+    assigns = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
+    for node in assigns:
+        ways = set()
+        makes_atom = isinstance(node.value, ast.Call) and re.search(r"make\w*tma\w*atom", _dotted(node.value.func))
+        for n in ast.walk(node.value):
+            name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else ""
+            if re.match(r"Copy(?:Reduce)?BulkTensorTileS2G\w*Op$", name):
+                ways.add("store")
+            elif re.match(r"CopyBulkTensorTileG2S\w*Op$", name):
+                ways.add("load")
+            elif makes_atom and isinstance(n, ast.Name) and len(seen.get(n.id, ())) == 1:
+                ways |= seen[n.id]  # op = CopyBulkTensorTileG2SOp(); atom, t = make_tiled_tma_atom(op, ...)
+        if len(ways) != 1:
+            continue
+        for t in node.targets:
+            names = list(t.elts) if isinstance(t, ast.Tuple) else [t]
+            atoms = [e for e in names if "atom" in _dotted(e).lower()] or names[:1]
+            for e in atoms:
+                seen.setdefault(_dotted(e).rsplit(".", 1)[-1], set()).update(ways)
+    return {name: next(iter(w)) for name, w in seen.items() if len(w) == 1}
+
+
 class _Finder(ast.NodeVisitor):
-    def __init__(self):
+    def __init__(self, ways: dict[str, str] | None = None):
         self.hits: list[tuple[str, int]] = []
+        self.ways = ways or {}  # TMA atom name -> "load" / "store"
+        self.packing: set[int] = set()  # ids of `& 0xF` nodes that pack nibbles
 
     def hit(self, names, line: int) -> None:
         self.hits.extend((n, line) for n in names)
@@ -260,7 +329,7 @@ class _Finder(ast.NodeVisitor):
         target = _dotted(node.func)
         kws = {k.arg for k in node.keywords if k.arg}
         first = _dotted(node.args[0]) if node.args else ""
-        self.hit(_call_rules(target, kws, first, node), node.lineno)
+        self.hit(_call_rules(target, kws, first, node, self.ways.get(first.rsplit(".", 1)[-1])), node.lineno)
         if target.rsplit(".", 1)[-1] in ("inline_asm", "inline_ptx"):
             ptx = " ".join(c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str))
             self.hit([name for name, rx in _PTX if re.search(rx, ptx)], node.lineno)
@@ -268,6 +337,8 @@ class _Finder(ast.NodeVisitor):
                 isinstance(b, ast.BinOp) and isinstance(b.op, ast.Sub) and any("max" in n for n in _names(b))
                 for b in ast.walk(node)):
             self.hit(["online-softmax"], node.lineno)
+        if _MATH.fullmatch(target.rsplit(".", 1)[-1]) and any(_running(a) for a in node.args):
+            self.hit(["online-softmax"], node.lineno)  # e.g. the running max updated with a new block's scores
         self.generic_visit(node)
 
     def _test(self, node: ast.If | ast.While) -> None:
@@ -285,19 +356,25 @@ class _Finder(ast.NodeVisitor):
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         const = node.right.value if isinstance(node.right, ast.Constant) else None
-        if isinstance(node.op, ast.BitAnd) and const in (0xF, 0xF0):
-            self.hit(["fp4-decode"], node.lineno)  # a nibble taken out of a packed byte (packing only shifts in)
+        if isinstance(node.op, ast.BitAnd) and const in (0xF, 0xF0) and id(node) not in self.packing:
+            self.hit(["fp4-decode"], node.lineno)  # a nibble taken out of a packed byte
+        if _is_shift4(node):  # (x & 0xF) << 4 and lo | (hi << 4) put nibbles into a byte: packing, not decoding
+            self.packing.add(id(node.left))
+        elif isinstance(node.op, ast.BitOr) and (_is_shift4(node.left) or _is_shift4(node.right)):
+            self.packing.update((id(node.left), id(node.right)))
+        if _running(node.left) or _running(node.right):
+            self.hit(["online-softmax"], node.lineno)  # a running max/sum rescaled, summed or applied to the output
         self.generic_visit(node)
 
-    def visit_Name(self, node: ast.Name) -> None:
-        if _RUNNING.search(node.id):
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if _running(node.target):
             self.hit(["online-softmax"], node.lineno)
-
-    def visit_arg(self, node: ast.arg) -> None:
-        if _RUNNING.search(node.arg):
-            self.hit(["online-softmax"], node.lineno)
+        self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if _value_table(node.value) and any(isinstance(t, ast.Name) and re.search(_NARROW, t.id, re.I)
+                                            for t in node.targets):
+            self.hit(["fp4-decode"], node.lineno)  # FP4_E2M1_VALUES = (0.0, 0.5, ...): a decode table
         if isinstance(node.value, ast.Call) and _dotted(node.value.func).endswith("make_layout") and any(
                 isinstance(t, ast.Name) and re.match(r"s[A-Z]\w*_layout$|smem\w*layout", t.id) for t in node.targets):
             self.hit(["smem-layout"], node.lineno)  # cute's naming: sA is the shared-memory copy of A
@@ -316,7 +393,7 @@ class _Finder(ast.NodeVisitor):
         if re.search(_SF, name) and re.search(_SF_KIND, name, re.I) \
                 or re.search(rf"cvt_sf|scale_factor_tensor|{_BLOCKED_SF}", name):
             self.hit(["scale-factor-layout"], node.lineno)
-        if _DECODE_NAME.search(name):
+        if _decode_name(name):
             self.hit(["fp4-decode"], node.lineno)
         self.generic_visit(node)
 
@@ -332,7 +409,7 @@ class _Finder(ast.NodeVisitor):
 
 def find_hits(tree: ast.AST) -> list[tuple[str, int]]:
     """(pattern, line) for every place in a parsed module that implements a pattern, in line order."""
-    f = _Finder()
+    f = _Finder(_tma_ways(tree))
     f.visit(tree)
     return sorted(set(f.hits), key=lambda h: (h[1], h[0]))
 

@@ -94,3 +94,52 @@ def test_bench_precision_and_recall_on_the_labelled_foreign_files():
         micro = report[split]["(micro)"]
         assert micro["precision"] >= 0.9 and micro["recall"] >= 0.9, (split, micro)
     assert report["chunks"]["max"] <= 2000
+
+
+ONLINE_SOFTMAX = """
+def softmax_step(self, tSrS, row_max, row_sum, scale_log2):
+    row_max_new = tSrS.load().reduce(cute.ReductionOp.MAX, row_max, 0)
+    correction = cute.math.exp2((row_max - row_max_new) * scale_log2)
+    row_sum *= correction
+    return row_max_new, row_sum
+"""
+
+
+@pytest.mark.parametrize("src, name", [
+    (ONLINE_SOFTMAX, "online-softmax"),
+    ("m = cute.arch.fmax(row_max, s[i])", "online-softmax"),  # the running max updated
+    ("tOrO[i] = tOrO[i] * correction_factor", "online-softmax"),  # the output rescaled
+    ("row_sum += local_sum", "online-softmax"),
+    ("copy_atom_t2r = sm100_utils.get_tmem_load_op(tile, layout_c, c_dtype, acc_dtype, epi_tile, False)", "epilogue"),
+    ('v = llvm.inline_asm(T.i32(), [x], "cvt.rn.f16x2.e2m1x2 $0, $1;", "=r,r")', "fp4-decode"),  # e2m1 -> f16
+    ("hi = (packed >> 4) & 0xF", "fp4-decode"),
+    ("FP4_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)", "fp4-decode"),  # the codes' values
+    ("hs[i] = mul_f16x2(_decode_word(w, i), sc)", "fp4-decode"),  # a decode helper
+])
+def test_changed_rules_fire_on_the_api_they_describe(src, name):
+    assert name in detected(src)
+
+
+def test_a_tma_store_is_known_by_the_op_that_made_its_atom():
+    src = "d_atom, t = make_tiled_tma_atom(CopyBulkTensorTileS2GOp(), d, layout, tile)\ncute.copy(d_atom, sD, gD)\n"
+    assert ("tma-store", 2) in find_hits(ast.parse(src))  # the copy itself, though the atom's name says nothing
+
+
+@pytest.mark.parametrize("src, name", [
+    # the running statistics only passed on, received or returned: no softmax is computed here
+    ("def finish(self, row_max, row_sum):\n    self.store_lse(row_max, row_sum)\n    return row_sum", "online-softmax"),
+    # a TMEM load of attention scores for the softmax is not an epilogue
+    ("tiled_t2r = tcgen05.make_tmem_copy(tcgen05.copy.Ld32x32bOp(tcgen05.copy.Repetition(16)), tStS)", "epilogue"),
+    # f32 -> e2m1 is encoding (quantization), not decoding
+    ('v = llvm.inline_asm(T.i32(), [a, b], "cvt.rn.satfinite.e2m1x2.f32 $0, $2, $1;", "=r,f,f")', "fp4-decode"),
+    ("packed = (lo & 0xF) | (hi << 4)", "fp4-decode"),  # two nibbles packed into a byte
+    ("m, n = self._decode_tile_index(linear_idx)", "fp4-decode"),  # a scheduler decodes tile coordinates
+    ("o = run_mla_decode_fp16(q, kv_cache)", "fp4-decode"),  # the LLM decode phase
+    ("s = name.value.decode(errors='replace')", "fp4-decode"),  # bytes -> str
+    ("SIZES = (1, 2, 4, 8, 16, 32, 64, 128)", "fp4-decode"),
+    # quack loads C for its epilogue: the op that made the atom, not the letter, says the direction
+    ("atom_c, t = make_tiled_tma_atom(CopyBulkTensorTileG2SOp(), c, layout, tile)\n"
+     "tCsC, tCgC = cpasync.tma_partition(atom_c, 0, cta_layout, sC, gC)", "tma-store"),
+])
+def test_changed_rules_do_not_fire_on_look_alikes(src, name):
+    assert name not in detected(src)
