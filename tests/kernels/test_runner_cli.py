@@ -203,6 +203,7 @@ def _list_in_fresh_process(entry: str) -> tuple:
 
 
 def test_brain_kernels_list_imports_no_torch_and_says_what_describe_says():
+    pytest.importorskip("brain.commands", reason="the brain CLI's own dependencies are not installed (GPU box)")
     listed, modules = _list_in_fresh_process("import cli\nmain = lambda: cli.main(['kernels', 'list', '--json'])")
     assert "torch" not in modules and "cutlass" not in modules
     assert listed == json.loads(json.dumps(runner.describe()))  # the in-process answer, torch loaded
