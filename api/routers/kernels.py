@@ -30,11 +30,12 @@ def _error(e) -> JSONResponse:
 
 @router.get("/kernels", summary="problems, backends and which of them run on this machine")
 def kernels_list():
-    # imported here: the search service must start even if the kernels package cannot be imported
-    from kernels import runner
+    # imported here: the search service must start even if the kernels package cannot be imported;
+    # the registry's describe() imports no torch (only a run does)
     from kernels.errors import KernelsError
+    from kernels.registry import describe
     try:
-        return runner.describe()
+        return describe()
     except KernelsError as e:
         return _error(e)
 
