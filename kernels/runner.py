@@ -1,7 +1,6 @@
-"""The Python API behind ``brain kernels`` and the HTTP endpoints: plain, JSON-ready dicts.
+"""The Python API behind ``brain kernels run`` and ``POST /kernels/{problem}/run``: plain, JSON-ready dicts
+(listing is ``kernels.registry.describe``, which imports no torch).
 
-    describe()                       -> problems, backends, what runs on this machine and why not (torch-free:
-                                        kernels.registry.describe, re-exported)
     run(problem, backend, shapes=..., check=True, bench=False, seed=1111) -> results per shape
 
 Only one run at a time per process (a run occupies the GPU and its memory): ``run``
@@ -23,7 +22,7 @@ from .check import check_output
 from .errors import BackendUnavailable, Busy, KernelsError, MemoryBudgetError
 from .problems import DEFAULT_SEED, get_problem, parse_shape, shape_str
 from .device import device_info
-from .registry import describe, get_backend  # noqa: F401 (describe: part of this module's API)
+from .registry import get_backend
 
 # Seeds of the distinct inputs of a benchmark batch: seed, seed + 42, ... (GPU MODE's rule).
 SEED_STEP = 42

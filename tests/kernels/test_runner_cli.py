@@ -135,7 +135,7 @@ def test_one_run_at_a_time():
 
 
 def test_describe_is_json_ready():
-    info = runner.describe()
+    info = registry.describe()
     json.dumps(info)
     assert [p["name"] for p in info["problems"]] == ["gemv", "gemm", "dual_gemm", "group_gemm"]
     assert "device" in info and "discovery_errors" in info
@@ -206,7 +206,7 @@ def test_brain_kernels_list_imports_no_torch_and_says_what_describe_says():
     pytest.importorskip("brain.commands", reason="the brain CLI's own dependencies are not installed (GPU box)")
     listed, modules = _list_in_fresh_process("import cli\nmain = lambda: cli.main(['kernels', 'list', '--json'])")
     assert "torch" not in modules and "cutlass" not in modules
-    assert listed == json.loads(json.dumps(runner.describe()))  # the in-process answer, torch loaded
+    assert listed == json.loads(json.dumps(registry.describe()))  # in-process, torch loaded
     assert listed["device"]["torch"] == torch.__version__
     assert listed["device"]["cuda_available"] == torch.cuda.is_available()
 
