@@ -97,16 +97,21 @@ def ablate(sets) -> None:
                 "context field weight 3": (3, True, f),
                 "code cosine at full weight": (CONTEXT_WEIGHT, True, replace(f, code_dense=1.0)),
                 "decisive-lead rule (gap 0.1, beta 0.2)": (CONTEXT_WEIGHT, True, replace(f, gap=0.1, beta_decisive=0.2)),
-                "previous default (lexical-first-0.2)": (CONTEXT_WEIGHT, False, search.Fusion(beta=0.2, beta_decisive=0.2))}
+                "previous default (lexical-first-0.2)": (CONTEXT_WEIGHT, False, search.Fusion(beta=0.2, beta_decisive=0.2)),
+                "no section widening": (CONTEXT_WEIGHT, True, f)}
+    passage = search.SECTION_PASSAGE
     for split in ("tune", "report"):
         print(f"{split} halves: hybrid MRR@10 " + " ".join(f"{name:>12.12}" for name, _, _ in sets))
         for label, (cw, expand, fusion) in variants.items():
             set_lexical(sets, cw)
             search.EXPAND = expand
+            search.SECTION_PASSAGE = 0 if label == "no section widening" else passage
             res = run(sets, split, fusion=fusion)
-            print(f"  {label:<38}" + " ".join(f"{r['hybrid']['mrr@10']:>12.3f}" for r in res.values()), flush=True)
+            print(f"  {label:<38}" + " ".join(f"{r['hybrid']['mrr@10']:>12.3f}" for r in res.values())
+                  + "  chars@5 " + " ".join(f"{r['hybrid']['mean_chars@5']:.0f}" for r in res.values()), flush=True)
     set_lexical(sets, CONTEXT_WEIGHT)
     search.EXPAND = True
+    search.SECTION_PASSAGE = passage
 
 
 def main() -> None:

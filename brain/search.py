@@ -494,12 +494,13 @@ PROSE = ("markdown", "rst")
 SECTION_PASSAGE = HARD_MAX  # a prose hit grows within its section up to a readable passage (chunk cap)
 
 
-def widen_to_section(snap: "Snapshot", hit: Hit, limit: int = SECTION_PASSAGE) -> Hit:
+def widen_to_section(snap: "Snapshot", hit: Hit, limit: int | None = None) -> Hit:
     """Small to big: a prose section the size cap cut into several chunks is retrieved by its pieces (each
     embedded whole, each a sharp bm25 document) but read as one passage: the hit takes its section's next and
     previous chunks in the same file, alternately, while the passage stays within `limit` characters. The
     answer to a question is often beside the piece that matched its words (the table under a heading's
     sentence, the second half of a list). Code keeps its own pieces (brain/chunking/python.py)."""
+    limit = SECTION_PASSAGE if limit is None else limit
     p = snap.pos.get(hit.id)
     m = hit.meta
     if p is None or m["language"] not in PROSE:
