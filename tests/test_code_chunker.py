@@ -109,6 +109,15 @@ def test_long_function_split_along_statements_with_signature_as_context():
     assert not any("def long_kernel" in c.text for c in chunks[1:])  # no synthetic header line in the text
 
 
+def test_signature_over_several_lines_with_a_comment_before_the_first_statement():
+    # the lines between `):` and the first statement (a comment, a blank line) are not part of the signature
+    body = _long_function().split("\n", 1)[1]
+    src = f"def long_kernel(\n    a,  # the input\n    b,\n):\n\n    # first, compute everything\n{body}"
+    chunks = chunk_python(src, "k.py")
+    assert len(chunks) > 1
+    assert all(c.context.endswith("long_kernel: def long_kernel(a, b):") for c in chunks)
+
+
 def test_a_huge_block_is_opened_and_its_pieces_name_the_block():
     inner = "\n".join(f"        tile_{i} = load_tile(tensor_a, coordinate_{i}, barrier_{i})" for i in range(60))
     src = f"def kernel(warp_idx):\n    setup = 1\n    if warp_idx == 0:\n{inner}\n    return setup\n"

@@ -41,7 +41,9 @@ def _signature(lines: list[str], node: ast.AST) -> str:
     """The `def ...:` / `class ...:` header, possibly over several lines, on one line."""
     body_start = node.body[0].lineno if node.body else node.lineno
     header = lines[node.lineno - 1: max(node.lineno, body_start - 1)]
-    text = " ".join(re.sub(r"\s+#.*$", "", h).strip() for h in header)  # drop per-argument comments
+    # drop per-argument comments, and the comment or blank lines between the header and the first statement
+    text = " ".join(p for p in (re.sub(r"\s+#.*$", "", h).strip() for h in header if not h.lstrip().startswith("#"))
+                    if p)
     text = re.sub(r"\(\s+", "(", re.sub(r",?\s+\)", ")", text))
     return text if text.endswith(":") else lines[node.lineno - 1].strip()
 
