@@ -8,7 +8,9 @@ what the retrievers see of every code chunk: its bm25 document (context line + t
 text (context words + natural-language view), re-embeds what changed, and prints bm25 / dense / hybrid
 MRR@10 and hybrid hit@5 with the shipped fusion. The first row is the index as ingested. Variants:
   context: the heading comments above the piece (`# ===` / `# Mainloop` / `# ===`), the first sentence of the
-           enclosing class's (or any definition's) docstring, or no signature at all;
+           enclosing class's (or any definition's) docstring, no signature at all, the file's path words
+           without its docstring sentence, or a description string placed after the imports (CUTLASS
+           examples) taken as the docstring;
   bm25:    the context line counted 0 or 2 times for code, the natural-language view instead of (or beside)
            the source;
   view:    identifier words cut to call targets / attributes / keywords, to words of 3+ letters, without
@@ -70,6 +72,17 @@ def sentence(doc: str, limit: int = 80) -> str:
     return s if len(s) <= limit else s[:limit - 2].rsplit(" ", 1)[0] + " …"
 
 
+def description(tree: ast.Module) -> str:
+    """The module docstring, or else a string statement ahead of the first definition (CUTLASS examples put
+    their description after the licence comment and the imports, where it is no docstring to Python)."""
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        if py._is_docstring(stmt):
+            return stmt.value.value
+    return ""
+
+
 def context_variants(snap, roots: dict[str, str]) -> dict[str, dict[str, str]]:
     """variant -> {chunk id: new context} for headings, class docstring, any docstring, no signature."""
     out: dict[str, dict[str, str]] = defaultdict(dict)
@@ -85,8 +98,9 @@ def context_variants(snap, roots: dict[str, str]) -> dict[str, dict[str, str]]:
             docs = sorted((n.lineno, n.end_lineno, n.body[0].lineno, n.body[0].end_lineno,
                            isinstance(n, ast.ClassDef), sentence(ast.get_docstring(n)))
                           for n in nodes if ast.get_docstring(n))
-            files[key] = (lines, headings(lines), sorted((n.lineno, n.end_lineno) for n in nodes), docs)
-        lines, heads, defs, docs = files[key]
+            files[key] = (lines, headings(lines), sorted((n.lineno, n.end_lineno) for n in nodes), docs,
+                          description(tree))
+        lines, heads, defs, docs, about = files[key]
         a, b, ctx = m["start_line"], m["end_line"], m["context"]
         out["heading comments in context"][i] = SECTION_SEP.join([ctx] + heading_trail(heads, defs, lines, a))
         for label, classes_only in (("enclosing class docstring in context", True),
@@ -95,6 +109,14 @@ def context_variants(snap, roots: dict[str, str]) -> dict[str, dict[str, str]]:
                      and (d[4] or not classes_only)]
             out[label][i] = f"{ctx}{SECTION_SEP}({max(inner)[5]})" if inner else ctx
         out["no signature in context"][i] = re.sub(r": (?:async )?(?:def|class) [^›]*?(?= › |$)", "", ctx)
+        path, _, rest = ctx.partition(SECTION_SEP)
+        words = re.sub(r" [(].*[)]$", "", path)
+        out["file context: path words only (no docstring sentence)"][i] = f"{words}{SECTION_SEP}{rest}"
+        room = py.FILE_CONTEXT - len(words) - 3  # a description after the imports (CUTLASS examples) as docstring
+        if about and room >= 20 and words == path:
+            path = f"{words} ({sentence(re.sub(r'[=~*#-]{3,}', ' ', about), room)})"
+        out["file context: a description after the imports as its docstring"][i] = \
+            f"{path}{SECTION_SEP}{rest}"
     return out
 
 
