@@ -99,6 +99,16 @@ def start_server(port: int) -> subprocess.Popen:
     raise SystemExit("brain serve did not answer /health within 600 s")
 
 
+
+def server(url: str | None, port: int | None = None) -> tuple[str, int, subprocess.Popen | None]:
+    """(host, port, process) of the server to load: `url` when given, else a `brain serve` started here on
+    `port` (default: a free one); the process is None for a server this script did not start."""
+    if url:
+        parsed = urllib.parse.urlparse(url)
+        return parsed.hostname or "127.0.0.1", parsed.port or 80, None
+    port = port or free_port()
+    return "127.0.0.1", port, start_server(port)
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--url", help="a running server (default: start `brain serve` on a free port)")
@@ -110,13 +120,7 @@ def main() -> int:
                          "every request's text is new")
     args = ap.parse_args()
 
-    proc = None
-    if args.url:
-        url = urllib.parse.urlparse(args.url)
-        host, port = url.hostname or "127.0.0.1", url.port or 80
-    else:
-        host, port = "127.0.0.1", free_port()
-        proc = start_server(port)
+    host, port, proc = server(args.url)
     try:
         def run(seconds: float) -> tuple[list[float], list[str], float]:
             stop, latencies, errors = threading.Event(), [], []

@@ -19,12 +19,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_search import client, free_port, percentile, start_server  # noqa: E402
+from load_search import client, percentile, server  # noqa: E402
 from synthetic import write_corpus  # noqa: E402
 
 
@@ -76,14 +75,9 @@ def main() -> int:
     ap.add_argument("--quiet", type=float, default=20.0, help="seconds of searches without writes first")
     args = ap.parse_args()
 
-    proc = None
-    if args.url:
-        url = urllib.parse.urlparse(args.url)
-        host, port = url.hostname or "127.0.0.1", url.port or 80
-    else:
-        os.environ["BRAIN_API_KEY"] = args.key
-        host, port = "127.0.0.1", args.port or free_port()
-        proc = start_server(port)
+    if not args.url:
+        os.environ["BRAIN_API_KEY"] = args.key  # the server started here takes writes with this key
+    host, port, proc = server(args.url, args.port)
     tmp = Path(tempfile.mkdtemp(prefix="load-writes-"))
     files = sorted(write_corpus(tmp, args.uploads, sections_per_file=8, seed=int(time.time())).glob("*.md"))
     try:
