@@ -169,6 +169,17 @@ LEASE_WORKER = textwrap.dedent("""
 """)
 
 
+def _race(tmp_path: Path, chroma_server: str, index: str, rounds: int) -> Path:
+    """Three writer processes take the lease of `index` `rounds` times each; their held spans, one per line."""
+    log = tmp_path / "spans.jsonl"
+    procs = [subprocess.Popen([sys.executable, "-c", LEASE_WORKER, str(log), str(rounds)],
+                              env=env(chroma_server, tmp_path / f"w{i}", index, BRAIN_LEASE_TTL=10))
+             for i in range(3)]
+    assert all(p.wait(120) == 0 for p in procs)
+    _no_overlap(log, 3 * rounds)
+    return log
+
+
 def _no_overlap(log: Path, expected: int) -> None:
     spans = sorted(json.loads(line) for line in log.read_text().splitlines())
     assert len(spans) == expected
@@ -177,12 +188,7 @@ def _no_overlap(log: Path, expected: int) -> None:
 
 
 def test_the_lease_admits_one_writer_at_a_time_across_processes(tmp_path, chroma_server):
-    log = tmp_path / "spans.jsonl"
-    procs = [subprocess.Popen([sys.executable, "-c", LEASE_WORKER, str(log), "4"],
-                              env=env(chroma_server, tmp_path / f"l{i}", "lease-race", BRAIN_LEASE_TTL=10))
-             for i in range(3)]
-    assert all(p.wait(120) == 0 for p in procs)
-    _no_overlap(log, 12)
+    _race(tmp_path, chroma_server, "lease-race", 4)
 
 
 def test_a_stale_lease_is_taken_over_by_exactly_one_of_racing_writers(tmp_path, chroma_server):
@@ -192,12 +198,7 @@ def test_a_stale_lease_is_taken_over_by_exactly_one_of_racing_writers(tmp_path, 
     dead.acquire()
     dead._stop.set()  # the holder dies: no more heartbeats, never released
     t0 = time.time()
-    log = tmp_path / "spans.jsonl"
-    procs = [subprocess.Popen([sys.executable, "-c", LEASE_WORKER, str(log), "2"],
-                              env=env(chroma_server, tmp_path / f"s{i}", "lease-stale", BRAIN_LEASE_TTL=10))
-             for i in range(3)]
-    assert all(p.wait(120) == 0 for p in procs)
-    _no_overlap(log, 6)
+    log = _race(tmp_path, chroma_server, "lease-stale", 2)
     first = min(json.loads(line)[0] for line in log.read_text().splitlines())
     assert first >= dead.expires - 0.5 and first - t0 < 15  # taken over only once expired, and soon after
     with pytest.raises(Unavailable, match="took the lease|expired"):
