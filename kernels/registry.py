@@ -65,14 +65,15 @@ class Backend:
         if self.capability is None:
             return None
         want = tuple(self.capability)
+        need = f"needs a CUDA GPU of compute capability {want[0]}.{want[1]}"
         devices = cuda_devices()  # from the driver: listing backends must not import torch
         if not devices:
-            return f"needs a CUDA GPU of compute capability {want[0]}.{want[1]}; no CUDA GPU here"
+            return f"{need}; no CUDA GPU here"
         index = cuda_index(device if device is not None else "cuda")
         if index is None:
-            return f"needs a CUDA GPU of compute capability {want[0]}.{want[1]}; device is {device}"
+            return f"{need}; device is {device}"
         if index >= len(devices):
-            return f"needs a CUDA GPU of compute capability {want[0]}.{want[1]}; no device {device} here"
+            return f"{need}; no device {device} here"
         have = devices[index]
         if have.capability != want:
             return (f"needs compute capability {want[0]}.{want[1]}; this GPU ({have.name}) "
