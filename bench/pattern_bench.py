@@ -1,10 +1,10 @@
 """Precision and recall of the kernel-code pattern detector against hand labels, and chunk sizes on foreign code.
 
-    python bench/pattern_bench.py [--labels bench/patterns_labelled.json] [--root DIR] [--json]
-                                  [--split tuning] [--errors tuning]
+    python bench/pattern_bench.py [--labels FILE ...] [--root DIR] [--json] [--split tuning] [--errors tuning]
 
-Labels (bench/patterns_labelled.json) name, per file and pattern, the units that implement the pattern: a
-function or method by qualified name; in a function over 150 lines each top-level if/for/while/with/try of 25
+Labels (bench/patterns_labelled.json: 8 tuning and 9 reporting files; bench/patterns_labelled_b.json: 12 more
+tuning files; both by default, `--labels` is repeatable) name, per file and pattern, the units that implement the
+pattern: a function or method by qualified name; in a function over 150 lines each top-level if/for/while/with/try of 25
 lines or more is a unit of its own (`qualname:first_line`); `<module>` is the code outside every function. A
 unit is predicted to implement a pattern when the detector (brain.patterns.find_hits) has a hit on a line that
 belongs to it (nested definitions and sub-units own their lines). Precision and recall are over (file, unit,
@@ -97,6 +97,23 @@ def score(files: list[str], labels: dict, root: Path, errors: list | None = None
     return out
 
 
+def load_labels(paths: list[str]) -> dict:
+    """One {"tuning", "reporting", "labels"} from several label files; a file labelled twice is an error."""
+    doc = {"tuning": [], "reporting": [], "labels": {}}
+    for path in paths:
+        try:
+            part = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"error: cannot read labels {path}: {e}")
+        twice = set(part["labels"]) & set(doc["labels"])
+        if twice:
+            raise SystemExit(f"error: {path} labels files another label file labels too: {sorted(twice)}")
+        doc["tuning"] += part["tuning"]
+        doc["reporting"] += part["reporting"]
+        doc["labels"].update(part["labels"])
+    return doc
+
+
 def chunk_figures(root: Path) -> dict:
     sizes, code, no_pattern = [], 0, 0
     files = sorted(root.rglob("*.py"))
@@ -118,7 +135,7 @@ def _fmt(x) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--labels", default=str(ROOT / "bench" / "patterns_labelled.json"))
+    ap.add_argument("--labels", action="append", help="a label file (repeatable; default: both in bench/)")
     ap.add_argument("--root", default=str(DEFAULT_ROOT), help="the foreign kernel-code folder")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--errors", choices=("tuning", "reporting"), help="list the false positives and negatives")
@@ -129,7 +146,8 @@ def main() -> int:
     if not root.is_dir():
         print(f"error: {root} not found (the sample corpora are not on this machine)", file=sys.stderr)
         return 2
-    doc = json.loads(Path(args.labels).read_text())
+    doc = load_labels(args.labels or [str(ROOT / "bench" / name)
+                                       for name in ("patterns_labelled.json", "patterns_labelled_b.json")])
     if args.errors:
         errors: list = []
         score(doc[args.errors], doc["labels"], root, errors)

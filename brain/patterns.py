@@ -28,21 +28,22 @@ PATTERNS: dict[str, Pattern] = {
     "pipeline-setup": Pattern(
         "creating producer/consumer pipelines, their barriers and stage counts",
         "calls Pipeline*.create, CooperativeGroup, pipeline_init_arrive/wait, make_and_init_*pipeline; calls or "
-        "defines *compute_stages*"),
+        "defines *compute_stages*; self.*_stage(s) = <int>"),
     "tma-load": Pattern(
         "TMA bulk tensor loads global -> shared memory",
         "cute.copy with tma_bar_ptr= or mcast_mask=; CopyBulkTensorTileG2S*Op, make_tiled_tma_atom_A/B, "
         "prefetch_descriptor, create_tma_multicast_mask, tma_partition of an operand atom"),
     "tma-store": Pattern(
         "TMA stores shared -> global memory",
-        "CopyBulkTensorTileS2G*Op; cute.copy or tma_partition of an atom made from an S2G op in the module "
+        "Copy(Reduce)BulkTensorTileS2G*Op; cute.copy or tma_partition of an atom made from an S2G op in the module "
         "(else: cute.copy of a TMA atom without tma_bar_ptr=, tma_partition of a C/D/epilogue atom); tma_store_fence"),
     "s2t-copy": Pattern(
         "copying scale factors shared memory -> tensor memory (tcgen05.cp, UTCCP)",
         "make_s2t_copy, get_s2t_smem_desc_tensor, tcgen05 Cp*Op, cute.copy of an *s2t* tiled copy"),
     "tmem-alloc": Pattern(
         "allocating and releasing tensor memory columns",
-        "TmemAllocator, alloc_tmem/dealloc_tmem, relinquish_tmem_alloc_permit, retrieve_tmem_ptr, *_tmem_alloc_cols; "
+        "TmemAllocator, alloc_tmem/dealloc_tmem, relinquish_tmem_alloc_permit, retrieve_tmem_ptr, *tmem_alloc_cols "
+        "called or assigned; "
         "allocate/wait_for_alloc/retrieve_ptr/relinquish_alloc_permit/free on a tmem object"),
     "mma-mainloop": Pattern(
         "the K loop issuing tensor-core MMAs (tcgen05 / wgmma / mma.sync)",
@@ -50,14 +51,14 @@ PATTERNS: dict[str, Pattern] = {
     "epilogue": Pattern(
         "reading accumulators (tensor memory or registers), converting and storing C",
         "get_tmem_load_op (the output tile's TMEM load), get_smem_store_op, make_tiled_copy_C/D, StMatrix ops; calls "
-        "or definitions named epi_* / epilog*"),
+        "named epi_* / epilog* / epilogue, definitions with an epi/epilog token (not is_/has_/can_/check_ predicates)"),
     "warp-dispatch": Pattern(
         "giving warps roles (TMA producer, MMA issuer, epilogue) by warp index",
         "an if/elif whose test compares a warp or warp-group index (warp_idx, warp_group_idx, warp_idx())"),
     "tile-scheduler": Pattern(
         "persistent tile scheduling across CTAs",
-        "*TileScheduler* / *tile_scheduler* calls, initial_work_tile_info, get_current_work, advance_to_next_work, "
-        "fetch_next_work, get_grid_shape"),
+        "*TileScheduler* / *tile_scheduler* calls; initial_work_tile_info, get_current_work, advance_to_next_work, "
+        "fetch_next_work, get_grid_shape called or defined; definitions named *work_tile*"),
     "tensormap": Pattern(
         "TMA descriptors (tensormaps) created or updated in memory, per group",
         "TensorMapManager, init_tensormap_from_atom, update_tensormap, fence_tensormap_*, get_tensormap_ptr, "
@@ -65,7 +66,8 @@ PATTERNS: dict[str, Pattern] = {
     "scale-factor-layout": Pattern(
         "block-scale factor layouts: permuted 32x4x4 atoms, smem/tmem SF layouts",
         "layout calls whose name holds an SF token (sf, sfa, sfb, SF, scale_factor) and layout/shape/atom/fragment; "
-        "definitions with an SF token and tensor/cvt too; the 'blocked' scale layout"),
+        "definitions with an SF token and tensor/cvt too; the 'blocked' scale layout; an SF-named target (sfa_*, sSFA) "
+        "assigned a made layout (not a register tensor); a (..., 32, 4, 4) shape"),
     "fp4-decode": Pattern(
         "decoding packed narrow values (e2m1/int4 nibbles, e4m3/e8m0/int8 bytes) to wider types",
         "cvt PTX from a narrow source type; & 0xF nibble masks (not packing); a narrow type's value table; calls or "
@@ -74,7 +76,8 @@ PATTERNS: dict[str, Pattern] = {
     "smem-layout": Pattern(
         "shared-memory layouts, swizzles and stage buffers",
         "make_smem_layout*, *smem_layout_atom, make_swizzle, make_composed_layout, SmemAllocator, allocate_tensor, "
-        "get_tensor(swizzle=), @cute.struct storage, sX_layout = make_layout(...)"),
+        "get_tensor(swizzle=), @cute.struct storage or cute.struct(cls) (not only sized), smem.allocate(...), "
+        "sX_layout = make_layout(...)"),
     "register-realloc": Pattern(
         "moving registers between warpgroups (setmaxnreg)",
         "setmaxregister_increase/decrease, setmaxnreg, warpgroup_reg_alloc/dealloc, setmaxnreg PTX"),
@@ -92,7 +95,8 @@ PATTERNS: dict[str, Pattern] = {
         "griddepcontrol_wait / griddepcontrol_launch_dependents; use_pdl= at launch; griddepcontrol PTX"),
     "rasterization": Pattern(
         "ordering CTAs / tiles for L2 reuse (raster order, swizzle size)",
-        "a raster or swizzle-size argument passed to a scheduler or grid call; an if on a raster setting"),
+        "a raster or swizzle-size argument passed to a scheduler or grid call; an if on a raster setting or comparing "
+        "the tile counts along M and N"),
     "online-softmax": Pattern(
         "softmax over K blocks with a running row max and sum, rescaling the output (flash attention)",
         "exp/exp2 of a difference with a max; a running row max / row sum / correction factor computed on (operand of "
@@ -105,10 +109,10 @@ PATTERNS: dict[str, Pattern] = {
         "cute.arch.mbarrier_* calls (init, arrive, expect_tx, wait, try_wait); mbarrier PTX"),
     "cp-async": Pattern(
         "Ampere-style asynchronous global -> shared copies (cp.async) and their commit/wait groups",
-        "cpasync.CopyG2SOp, cp_async_commit_group, cp_async_wait_group, cp.async PTX"),
+        "cpasync.CopyG2SOp, cute.copy of a copy made from it, cp_async_commit_group/wait_group, cp.async PTX"),
     "named-barrier": Pattern(
         "named hardware barriers syncing a group of warps, and ordered (ping-pong) hand-offs",
-        "pipeline.NamedBarrier, PipelineOrder, arrive/wait/sync on a *barrier / *_bar object, "
+        "pipeline.NamedBarrier, PipelineOrder, arrive/wait/sync on a *barrier / *_bar object (or *_barrier_N), "
         "barrier(barrier_id=...), sync(barrier_id=...)"),
     "clc-work-stealing": Pattern(
         "cluster launch control: persistent CTAs that steal the next tile from the hardware",
@@ -141,8 +145,11 @@ def _names(node: ast.AST) -> list[str]:
 
 _SF = r"(?:^|_)(?:sf|sfa|sfb|sfasfb|SF|SFA|SFB|scale_factor)(?:_|$)"
 _SF_KIND = r"layout|shape|tensor|atom|fragment|cvt"
+_SF_NAME = re.compile(rf"{_SF}|[a-z](?:SF|SFA|SFB)(?:_|$|[A-Z])")  # sfa_smem_layout, cute's sSFA / tCtSFB_layout
+_MAKES_LAYOUT = re.compile(r"make_(?:ordered_)?layout|tile_to_shape|blocked_product|make_composed_layout")
 _BLOCKED_SF = r"to_blocked|blocked_scale|scale\w*_blocked"  # the 32x4x4 "blocked" scale layout of cuBLAS / torch
 _EPI = r"(?:^|_)epi(?:log|logue)?(?:_|$)"
+_PREDICATE = re.compile(r"_?(?:is|has|can|check|validate)_")  # is_valid_epilog_store_option() only asks
 _NARROW = r"e2m1|e4m3|e5m2|e8m0|ue8m0|int4|i4|u4|u4b8|i4sm|i8|s8|fp4|nvfp4|mxfp4"
 _WIDE = r"bf16|f16|fp16|f32|fp32|float"
 _DECODE_NAME = re.compile(rf"(?:{_NARROW}|nibble)\w*decode|decode\w*(?:{_NARROW}|nibble)|dequant|unpacked_to_value|"
@@ -159,6 +166,11 @@ def _decode_name(name: str) -> bool:
     return bool(_DECODE_NAME.search(name)) or (name.startswith(("decode_", "_decode_"))
                                               and not _OTHER_DECODE.search(name))
 
+
+_SCHEDULER_API = ("initial_work_tile_info", "get_current_work", "advance_to_next_work", "fetch_next_work",
+                  "get_grid_shape")
+# the DSL's value plumbing (flattening an object to MLIR values and back) implements no pattern, whatever it rebuilds
+_MLIR_PLUMBING = ("__extract_mlir_values__", "__new_from_mlir_values__", "__get_mlir_types__", "__c_pointers__")
 
 _PTX = [  # (pattern, regex over an inline-asm string)
     ("cluster-reduction", r"shared::cluster|\bmapa\b|st\.async"),
@@ -184,9 +196,11 @@ def _running(node: ast.AST) -> bool:
     return bool(_RUNNING.search(name))
 
 
-def _call_rules(target: str, kws: set[str], first: str, node: ast.Call, way: str | None = None) -> list[str]:
+def _call_rules(target: str, kws: set[str], first: str, node: ast.Call, way: str | None = None,
+                measured: bool = False) -> list[str]:
     """Patterns a call site implements. `target` is the dotted callee, `first` its first argument's dotted name,
-    `way` "load" or "store" when `first` names a TMA atom made in this module from a G2S or S2G op."""
+    `way` "load" or "store" when `first` names a TMA atom made in this module from a G2S or S2G op, "cp-async" when it
+    names a copy made from a cp.async op; `measured` when the call's result is only asked its size."""
     last = target.rsplit(".", 1)[-1]
     recv = target.rsplit(".", 1)[0].rsplit(".", 1)[-1] if "." in target else ""
     out = []
@@ -196,7 +210,9 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call, way: str
         out.append("pipeline-setup")
     if last == "copy" and recv == "cute":
         atom = first.lower()
-        if way == "store":
+        if way == "cp-async":
+            out.append("cp-async")
+        elif way == "store":
             out.append("tma-store")
         elif "tma_bar_ptr" in kws or "mcast_mask" in kws or way == "load":
             out.append("tma-load")
@@ -211,24 +227,23 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call, way: str
             or "non_exec_tiled_tma_load" in last:
         out.append("tma-load")
     if last == "tma_partition":
-        store = way == "store" if way else bool(_STORE_ATOM.search(first.rsplit(".", 1)[-1]))
+        store = way == "store" if way in ("load", "store") else bool(_STORE_ATOM.search(first.rsplit(".", 1)[-1]))
         out.append("tma-store" if store else "tma-load")
-    if re.match(r"CopyBulkTensorTileS2G\w*Op$", last) or last == "tma_store_fence":
+    if re.match(r"Copy(?:Reduce)?BulkTensorTileS2G\w*Op$", last) or last == "tma_store_fence":
         out.append("tma-store")
     if last in ("make_s2t_copy", "get_s2t_smem_desc_tensor") or (recv == "tcgen05" and re.match(r"Cp\w*Op$", last)):
         out.append("s2t-copy")
     if last in ("TmemAllocator", "alloc_tmem", "dealloc_tmem", "relinquish_tmem_alloc_permit", "retrieve_tmem_ptr") \
-            or re.match(r"get_\w*tmem_alloc_cols$", last) or ("tmem" in recv.lower() and last in (
+            or last.endswith("tmem_alloc_cols") or ("tmem" in recv.lower() and last in (
                 "allocate", "wait_for_alloc", "retrieve_ptr", "relinquish_alloc_permit", "free")):
         out.append("tmem-alloc")
     if (last == "gemm" and recv == "cute") or (recv == "warpgroup" and last in ("commit_group", "wait_group")):
         out.append("mma-mainloop")
     if last in ("get_tmem_load_op", "get_smem_store_op", "sm120_get_smem_store_op", "make_tiled_copy_C",
                 "make_tiled_copy_D", "make_tiled_copy_C_atom") or re.match(r"StMatrix\w*Op$", last) \
-            or re.match(r"_?epi(?:log|logue)?_", last):
+            or re.match(r"_?epi(?:log|logue)?(?:_|$)", last):
         out.append("epilogue")
-    if re.search(r"TileScheduler|tile_scheduler", target) or last in (
-            "initial_work_tile_info", "get_current_work", "advance_to_next_work", "fetch_next_work", "get_grid_shape"):
+    if re.search(r"TileScheduler|tile_scheduler", target) or last in _SCHEDULER_API:
         out.append("tile-scheduler")
     if last in ("TensorMapManager", "init_tensormap_from_atom", "update_tensormap", "get_tensormap_ptr") \
             or last.startswith("fence_tensormap") or "tensormap" in last:
@@ -240,7 +255,8 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call, way: str
     smem_layout_call = re.search(r"make_smem_layout|smem_layout_atom$|get_smem_layout|compute_smem_layout$", last)
     if recv != "self" and smem_layout_call or last in (
             "make_swizzle", "make_composed_layout", "SmemAllocator", "allocate_tensor") \
-            or (last == "get_tensor" and "swizzle" in kws):
+            or (last == "get_tensor" and "swizzle" in kws) or (last == "allocate" and "smem" in recv.lower()) \
+            or (target == "cute.struct" and not measured):
         out.append("smem-layout")
     if last in ("setmaxregister_increase", "setmaxregister_decrease", "setmaxnreg", "warpgroup_reg_alloc",
                 "warpgroup_reg_dealloc"):
@@ -266,7 +282,8 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call, way: str
     if last in ("CopyG2SOp", "cp_async_commit_group", "cp_async_wait_group"):
         out.append("cp-async")
     if last == "NamedBarrier" or (recv == "PipelineOrder" and last == "create") \
-            or (re.search(r"barrier$|_bar$", recv) and last in ("arrive", "wait", "arrive_and_wait", "sync")) \
+            or (re.search(r"(?:barrier|_bar)(?:_\d+)?$", recv) and last in ("arrive", "wait", "arrive_and_wait",
+                                                                             "sync")) \
             or (last in ("barrier", "sync") and "barrier_id" in kws):
         out.append("named-barrier")
     if re.search(r"Clc|clc_", target) or last == "PipelineClcFetchAsync":
@@ -316,11 +333,39 @@ def _tma_ways(tree: ast.AST) -> dict[str, str]:
     return {name: next(iter(w)) for name, w in seen.items() if len(w) == 1}
 
 
+def _cp_async_copies(tree: ast.AST) -> set[str]:
+    """Names of the copy atoms and tiled copies a module makes from cpasync.CopyG2SOp (cp.async), directly or from
+    another such name: `atom = make_copy_atom(CopyG2SOp(), ...)`, `tiled = make_tiled_copy_tv(atom, ...)`."""
+    names: set[str] = set()
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        makes = isinstance(node.value, ast.Call) and _dotted(node.value.func).rsplit(".", 1)[-1].startswith("make_")
+        if makes and any(n == "CopyG2SOp" or n in names for n in _names(node.value)):
+            names.update(_dotted(t).rsplit(".", 1)[-1] for t in node.targets
+                         if isinstance(t, (ast.Name, ast.Attribute)))
+    return names
+
+
+_TILE_COUNT = r"cnt|count|num|tiles|blocks"
+
+
+def _m_vs_n_count(test: ast.AST) -> bool:
+    """`if tile_m_cnt <= tile_n_cnt:` compares the tile counts along M and N: choosing which one runs fastest (the
+    raster order), as a scheduler does to walk the shorter side first."""
+    if not (isinstance(test, ast.Compare) and len(test.comparators) == 1
+            and isinstance(test.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE))):
+        return False
+    sides = [" ".join(_names(side)) for side in (test.left, test.comparators[0])]
+    has = [{axis for axis in "mn" if re.search(rf"(?:^|_){axis}(?:_|$)", side) and re.search(_TILE_COUNT, side)}
+           for side in sides]
+    return {frozenset(h) for h in has} == {frozenset("m"), frozenset("n")}
+
+
 class _Finder(ast.NodeVisitor):
     def __init__(self, ways: dict[str, str] | None = None):
         self.hits: list[tuple[str, int]] = []
-        self.ways = ways or {}  # TMA atom name -> "load" / "store"
+        self.ways = ways or {}  # copy atom name -> "load" / "store" (TMA) or "cp-async"
         self.packing: set[int] = set()  # ids of `& 0xF` nodes that pack nibbles
+        self.measured: set[int] = set()  # ids of calls whose result is only sized: cute.struct(f).size_in_bytes()
 
     def hit(self, names, line: int) -> None:
         self.hits.extend((n, line) for n in names)
@@ -329,7 +374,10 @@ class _Finder(ast.NodeVisitor):
         target = _dotted(node.func)
         kws = {k.arg for k in node.keywords if k.arg}
         first = _dotted(node.args[0]) if node.args else ""
-        self.hit(_call_rules(target, kws, first, node, self.ways.get(first.rsplit(".", 1)[-1])), node.lineno)
+        if target.endswith("size_in_bytes") and isinstance(node.func, ast.Attribute):
+            self.measured.add(id(node.func.value))
+        way = self.ways.get(first.rsplit(".", 1)[-1])
+        self.hit(_call_rules(target, kws, first, node, way, id(node) in self.measured), node.lineno)
         if target.rsplit(".", 1)[-1] in ("inline_asm", "inline_ptx"):
             ptx = " ".join(c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str))
             self.hit([name for name, rx in _PTX if re.search(rx, ptx)], node.lineno)
@@ -347,7 +395,7 @@ class _Finder(ast.NodeVisitor):
                     _WARP_INDEX.match(n) for side in [c.left] + c.comparators for n in _names(side)):
                 self.hit(["warp-dispatch"], node.lineno)
                 break
-        if any(re.search(r"raster", n) for n in _names(node.test)):
+        if any(re.search(r"raster", n) for n in _names(node.test)) or _m_vs_n_count(node.test):
             self.hit(["rasterization"], node.lineno)
 
     def visit_If(self, node: ast.If) -> None:
@@ -366,15 +414,36 @@ class _Finder(ast.NodeVisitor):
             self.hit(["online-softmax"], node.lineno)  # a running max/sum rescaled, summed or applied to the output
         self.generic_visit(node)
 
+    def visit_Tuple(self, node: ast.Tuple) -> None:
+        tail = [e.value if isinstance(e, ast.Constant) else None for e in node.elts[-3:]]
+        if len(node.elts) >= 4 and tail == [32, 4, 4]:
+            self.hit(["scale-factor-layout"], node.lineno)  # (rm, rk, 32, 4, 4): the blocked scale-factor atom
+        self.generic_visit(node)
+
+    visit_List = visit_Tuple
+
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if _running(node.target):
             self.hit(["online-softmax"], node.lineno)
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        targets = [_dotted(e).rsplit(".", 1)[-1] for t in node.targets
+                   for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        if any(t.endswith("tmem_alloc_cols") for t in targets):
+            self.hit(["tmem-alloc"], node.lineno)  # self.num_tmem_alloc_cols = 512: the size of the allocation
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, int) and any(
+                isinstance(t, ast.Attribute) and re.search(r"(?:^|_)stages?$", t.attr) for t in node.targets):
+            self.hit(["pipeline-setup"], node.lineno)  # self.load_mma_Q_stage = 2 in a set-up method, not a constant
         if _value_table(node.value) and any(isinstance(t, ast.Name) and re.search(_NARROW, t.id, re.I)
                                             for t in node.targets):
             self.hit(["fp4-decode"], node.lineno)  # FP4_E2M1_VALUES = (0.0, 0.5, ...): a decode table
+        registers = isinstance(node.value, ast.Call) and re.search(r"make_rmem_tensor|make_fragment",
+                                                                    _dotted(node.value.func))
+        if not registers and any(_SF_NAME.search(t) for t in targets) and any(
+                isinstance(c, ast.Call) and _MAKES_LAYOUT.fullmatch(_dotted(c.func).rsplit(".", 1)[-1])
+                for c in ast.walk(node.value)):
+            self.hit(["scale-factor-layout"], node.lineno)  # sSFA_layout = cute.make_layout(...), not a register mask
         if isinstance(node.value, ast.Call) and _dotted(node.value.func).endswith("make_layout") and any(
                 isinstance(t, ast.Name) and re.match(r"s[A-Z]\w*_layout$|smem\w*layout", t.id) for t in node.targets):
             self.hit(["smem-layout"], node.lineno)  # cute's naming: sA is the shared-memory copy of A
@@ -382,11 +451,15 @@ class _Finder(ast.NodeVisitor):
 
     def _definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         name = node.name
+        if name in _MLIR_PLUMBING:
+            return
+        if name in _SCHEDULER_API or "work_tile" in name:
+            self.hit(["tile-scheduler"], node.lineno)  # a scheduler's own methods: the next work tile of this CTA
         if "tensormap" in name:
             self.hit(["tensormap"], node.lineno)
         if "s2t" in name:
             self.hit(["s2t-copy"], node.lineno)
-        if re.search(_EPI, name):
+        if re.search(_EPI, name) and not _PREDICATE.match(name):
             self.hit(["epilogue"], node.lineno)
         if "compute_stages" in name:
             self.hit(["pipeline-setup"], node.lineno)
@@ -409,7 +482,7 @@ class _Finder(ast.NodeVisitor):
 
 def find_hits(tree: ast.AST) -> list[tuple[str, int]]:
     """(pattern, line) for every place in a parsed module that implements a pattern, in line order."""
-    f = _Finder(_tma_ways(tree))
+    f = _Finder({**{name: "cp-async" for name in _cp_async_copies(tree)}, **_tma_ways(tree)})
     f.visit(tree)
     return sorted(set(f.hits), key=lambda h: (h[1], h[0]))
 
