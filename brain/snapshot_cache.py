@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-FORMAT = 1
+from brain.embed import Vectors
+
+FORMAT = 2  # 2: window vectors
 
 
 @dataclass
@@ -26,7 +28,7 @@ class Cached:
     ids: list[str]
     texts: list[str]
     metas: list[dict]
-    vectors: np.ndarray  # float32 [len(ids), dim], row i is ids[i]
+    vectors: Vectors  # row i of vectors.chunks is ids[i]
 
 
 def cache_key(m, index: str) -> dict:
@@ -50,15 +52,15 @@ class SnapshotCache:
                 if head["key"] != cache_key(m, self.index):
                     return None
                 body = json.loads(z["body"].tobytes())
-                vectors = z["vectors"]
+                vectors = Vectors(z["vectors"], z["windows"], z["owner"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
         ids = body["ids"]
-        if len(ids) != len(vectors) or set(ids) != m.ids():
+        if len(ids) != len(vectors) or set(ids) != m.ids() or len(vectors.windows) != len(vectors.owner):
             return None
         return Cached(ids, body["texts"], body["metas"], vectors)
 
-    def save(self, m, ids: list[str], texts: list[str], metas: list[dict], vectors: np.ndarray) -> None:
+    def save(self, m, ids: list[str], texts: list[str], metas: list[dict], vectors: Vectors) -> None:
         """Write the snapshot of manifest `m` (best effort: a read-only home only costs the next reader time)."""
         head = json.dumps({"key": cache_key(m, self.index)}).encode()
         body = json.dumps({"ids": ids, "texts": texts, "metas": metas}, ensure_ascii=False).encode()
@@ -68,7 +70,9 @@ class SnapshotCache:
             try:
                 with os.fdopen(fd, "wb") as f:
                     np.savez(f, head=np.frombuffer(head, np.uint8), body=np.frombuffer(body, np.uint8),
-                             vectors=np.ascontiguousarray(vectors, dtype=np.float32))
+                             vectors=np.ascontiguousarray(vectors.chunks, dtype=np.float32),
+                             windows=np.ascontiguousarray(vectors.windows, dtype=np.float32),
+                             owner=np.asarray(vectors.owner, dtype=np.int64))
                 os.replace(tmp, self.path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
