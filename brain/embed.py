@@ -10,10 +10,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import base64
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,57 +37,6 @@ def resolve_model_path(model: str) -> str:
     if path is None:
         raise BrainError(f"package '{model}' does not ship a model folder (no get_model_path())")
     return str(path())
-
-
-# A long passage is also embedded in windows of WINDOW_TOKENS word pieces, WINDOW_STRIDE apart, and its cosine
-# is the best of its whole-text vector and its windows': MiniLM was trained on 128-token inputs and reads at
-# most 256, so without windows the end of a long section is invisible to dense search. Windows of 128 beat 256
-# (and the mean of the windows) on the tune halves, README "Retrieval".
-WINDOW_TOKENS, WINDOW_STRIDE = 128, 96
-
-
-@dataclass
-class Vectors:
-    """Embeddings of a snapshot: one row per chunk, plus window rows and the chunk row each window belongs to
-    (`owner`, ascending)."""
-    chunks: np.ndarray  # float32 [n chunks, dim], L2-normalised
-    windows: np.ndarray  # float32 [n windows, dim], L2-normalised
-    owner: np.ndarray  # int64 [n windows]
-
-    @classmethod
-    def plain(cls, chunks: np.ndarray) -> "Vectors":
-        return cls(chunks, np.zeros((0, chunks.shape[1] if chunks.ndim == 2 else 0), np.float32),
-                   np.zeros(0, np.int64))
-
-    @classmethod
-    def concat(cls, parts: list["Vectors"]) -> "Vectors":
-        at = np.cumsum([0] + [len(p) for p in parts[:-1]])
-        return cls(np.concatenate([p.chunks for p in parts]), np.concatenate([p.windows for p in parts]),
-                   np.concatenate([p.owner + a for p, a in zip(parts, at)]))
-
-    def __len__(self) -> int:
-        return len(self.chunks)
-
-    def cosines(self, query: np.ndarray) -> np.ndarray:
-        """Per chunk: the best cosine of its whole-text vector and its windows."""
-        scores = self.chunks @ query
-        if len(self.windows):
-            starts = np.flatnonzero(np.r_[True, self.owner[1:] != self.owner[:-1]])
-            rows = self.owner[starts]
-            scores[rows] = np.maximum(scores[rows], np.maximum.reduceat(self.windows @ query, starts))
-        return scores
-
-    def of(self, row: int) -> np.ndarray:
-        return self.windows[self.owner == row]
-
-
-def pack_windows(rows: np.ndarray) -> str:
-    """Window vectors as text for a chunk's metadata (float16: a cosine moves by about 1e-3)."""
-    return base64.b64encode(np.ascontiguousarray(rows, dtype=np.float16).tobytes()).decode()
-
-
-def unpack_windows(text: str, dim: int) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype=np.float16).reshape(-1, dim).astype(np.float32)
 
 
 class Progress:
@@ -194,21 +141,6 @@ class Embedder:
         finally:
             if bar:
                 bar.close()
-        return out
-
-    def windows(self, text: str) -> list[str]:
-        """Overlapping pieces of `text` of WINDOW_TOKENS word pieces each (none when it fits one window), cut
-        from the text itself at word-piece boundaries."""
-        tokens = self.model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
-                                      truncation=False, verbose=False)["offset_mapping"]
-        if len(tokens) <= WINDOW_TOKENS:
-            return []
-        out = []
-        for at in range(0, len(tokens), WINDOW_STRIDE):
-            last = min(at + WINDOW_TOKENS, len(tokens)) - 1
-            out.append(text[tokens[at][0]:tokens[last][1]])
-            if last == len(tokens) - 1:
-                break
         return out
 
     def encode_query(self, text: str) -> np.ndarray:

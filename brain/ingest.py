@@ -24,7 +24,7 @@ import numpy as np
 from brain import BrainError, NotFound
 from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
 from brain.config import CorpusSpec, Settings
-from brain.embed import Embedder, Vectors
+from brain.embed import Embedder
 from brain.lexical import LexicalIndex
 from brain.store import Manifest, Store, file_key
 
@@ -86,15 +86,9 @@ def _hash(path: Path) -> str:
 
 @dataclass
 class Prepared:
-    """One file's new version, chunked and embedded (outside the lease); vectors.owner indexes `chunks`."""
+    """One file's new version, chunked and embedded (outside the lease)."""
     chunks: list[Chunk]
-    vectors: Vectors
-
-
-def windowed(chunk: Chunk) -> bool:
-    """Prose is also embedded window by window; code is embedded through its short natural-language view,
-    whose windows lost on the tune halves."""
-    return chunk.kind != "code"
+    vectors: np.ndarray
 
 
 @dataclass
@@ -127,25 +121,11 @@ class Ingester:
                              f"'{self.settings.model}' makes {dim}; run `brain ingest --rebuild`")
 
     # ---- phase 1: read, chunk, embed (no lock) --------------------------------------------------
-    def embed(self, chunks: list[Chunk], progress: bool = False) -> Vectors:
-        """Every chunk's vector and its windows' (brain/embed.py), in one encode call so batches stay full."""
-        texts = [c.embedding_text() for c in chunks]
-        groups = [f"{c.corpus}/{c.source}" for c in chunks]
-        owner = []
-        for n, c in enumerate(chunks):
-            if windowed(c):
-                pieces = self.embedder.windows(texts[n])
-                texts += pieces
-                groups += [groups[n]] * len(pieces)
-                owner += [n] * len(pieces)
-        if not texts:
-            return Vectors.plain(np.zeros((0, 0), np.float32))
-        rows = self.embedder.encode(texts, progress=progress, groups=groups)
-        return Vectors(rows[:len(chunks)], rows[len(chunks):], np.asarray(owner, np.int64))
-
     def prepare(self, chunks: list[Chunk], progress: bool = False) -> Prepared:
         chunks = _dedupe(chunks)
-        return Prepared(chunks, self.embed(chunks, progress))
+        vectors = self.embedder.encode([c.embedding_text() for c in chunks], progress=progress) if chunks \
+            else np.zeros((0, 0), dtype=np.float32)
+        return Prepared(chunks, vectors)
 
     def _scan(self, m: Manifest, specs: list[CorpusSpec], s: Summary, cache: dict, progress: bool) -> Plan:
         """The plan that brings `m` in line with the files of `specs`; chunks and embeds what `cache` (keyed
@@ -194,13 +174,14 @@ class Ingester:
                 c.corpus = corpus
             fresh.append((key, digest, stat, _dedupe(chunks)))
         all_chunks = [c for *_, chunks in fresh for c in chunks]
-        vectors = self.embed(all_chunks, progress)  # one call for every file: batches stay full
-        s.chunks_embedded += len(all_chunks)
+        vectors = np.zeros((0, 0), dtype=np.float32)
+        if all_chunks:  # one encode call for every file: batches stay full
+            vectors = self.embedder.encode([c.embedding_text() for c in all_chunks], progress=progress,
+                                           groups=[f"{c.corpus}/{c.source}" for c in all_chunks])
+            s.chunks_embedded += len(all_chunks)
         at = 0
         for key, digest, stat, chunks in fresh:
-            mine = (vectors.owner >= at) & (vectors.owner < at + len(chunks))
-            cache[key, digest] = Prepared(chunks, Vectors(vectors.chunks[at:at + len(chunks)], vectors.windows[mine],
-                                                          vectors.owner[mine] - at))
+            cache[key, digest] = Prepared(chunks, vectors[at:at + len(chunks)])
             at += len(chunks)
             plan.new[key] = (digest, stat, cache[key, digest])
         return plan
@@ -229,12 +210,13 @@ class Ingester:
 
     def commit(self, m: Manifest, plan: Plan, s: Summary, lease) -> None:
         """Apply `plan` to `m` (loaded under `lease`): orphans out, new chunks in, manifest, stale chunks out."""
-        dim = next((p.vectors.chunks.shape[1] for _, _, p in plan.new.values() if len(p.chunks)), None)
+        dim = next((p.vectors.shape[1] for _, _, p in plan.new.values() if len(p.chunks)), None)
         self.check_writable(m, dim)
         changed = self._reconcile(m)
-        new = [p for _, _, p in plan.new.values() if p.chunks]
-        if new:
-            self.store.upsert([c for p in new for c in p.chunks], Vectors.concat([p.vectors for p in new]))
+        new_chunks = [c for _, _, p in plan.new.values() for c in p.chunks]
+        if new_chunks:
+            self.store.upsert(new_chunks, np.concatenate([p.vectors for _, _, p in plan.new.values()
+                                                          if len(p.chunks)]))
         stale: list[str] = []  # deleted only once the new manifest is saved
         for key in plan.gone:
             ids = m.files.pop(key)["ids"]

@@ -19,7 +19,7 @@ import numpy as np
 from brain import BrainError
 from brain.chunking import HARD_MAX
 from brain.config import Settings
-from brain.embed import Embedder, Vectors
+from brain.embed import Embedder
 from brain.lexical import LexicalIndex, tokenize
 from brain.snapshot_cache import SnapshotCache
 from brain.thesaurus import weighted_query
@@ -76,10 +76,10 @@ class Hit:
 
 class Snapshot:
     def __init__(self, generation: int, ids: list[str], texts: list[str], metas: list[dict], lexical: LexicalIndex,
-                 vectors: Vectors | None = None):
+                 vectors: np.ndarray | None = None):
         self.generation = generation
         self.ids, self.texts, self.metas = ids, texts, metas
-        self.vectors = vectors  # row i of vectors.chunks is ids[i]
+        self.vectors = vectors  # L2-normalised float32, row i is ids[i]
         self.pos = {i: n for n, i in enumerate(ids)}
         self.lexical = lexical
         if lexical.ids != ids:  # lexical order must match the snapshot's for the filter mask
@@ -201,12 +201,11 @@ NONE_COVERAGE = 0.2  # or: the best passage covers less than this share of the q
 NONE_COSINE = 0.27  # ... and the best cosine is below this: none
 
 
-def nearest(vectors: "np.ndarray | Vectors", query: np.ndarray, ids: list[str], n: int,
+def nearest(vectors: np.ndarray, query: np.ndarray, ids: list[str], n: int,
             allowed: np.ndarray | None = None) -> list[tuple[str, float]]:
-    """The `n` rows of `vectors` (L2-normalised, row i is ids[i]; with windows, a row's best window counts) nearest
-    to `query` by cosine, among the `allowed` ones: exact, one dot product with every row (10k x 384 floats take
-    about a millisecond)."""
-    scores = vectors.cosines(query) if isinstance(vectors, Vectors) else vectors @ query
+    """The `n` rows of `vectors` (L2-normalised, row i is ids[i]) nearest to `query` by cosine, among the
+    `allowed` ones: exact, one dot product with every row (10k x 384 floats take about a millisecond)."""
+    scores = vectors @ query
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf)
         n = min(n, int(allowed.sum()))
@@ -275,7 +274,7 @@ class Searcher:
             self._lock.release()
 
     def install(self, m, ids: list[str], texts: list[str], metas: list[dict], lexical: LexicalIndex,
-                vectors: Vectors) -> None:
+                vectors: np.ndarray) -> None:
         """A writer in this process hands over the generation (manifest `m`) it just committed, records and
         vectors included: no reader re-reads it from Chroma, and the next process finds it in the file cache."""
         with self._lock:

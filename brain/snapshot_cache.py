@@ -18,9 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from brain.embed import Vectors
-
-FORMAT = 2  # 2: window vectors
+FORMAT = 1
 
 
 @dataclass
@@ -28,7 +26,7 @@ class Cached:
     ids: list[str]
     texts: list[str]
     metas: list[dict]
-    vectors: Vectors  # row i of vectors.chunks is ids[i]
+    vectors: np.ndarray  # float32 [len(ids), dim], row i is ids[i]
 
 
 def cache_key(m, index: str) -> dict:
@@ -52,15 +50,15 @@ class SnapshotCache:
                 if head["key"] != cache_key(m, self.index):
                     return None
                 body = json.loads(z["body"].tobytes())
-                vectors = Vectors(z["vectors"], z["windows"], z["owner"])
+                vectors = z["vectors"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         ids = body["ids"]
-        if len(ids) != len(vectors) or set(ids) != m.ids() or len(vectors.windows) != len(vectors.owner):
+        if len(ids) != len(vectors) or set(ids) != m.ids():
             return None
         return Cached(ids, body["texts"], body["metas"], vectors)
 
-    def save(self, m, ids: list[str], texts: list[str], metas: list[dict], vectors: Vectors) -> None:
+    def save(self, m, ids: list[str], texts: list[str], metas: list[dict], vectors: np.ndarray) -> None:
         """Write the snapshot of manifest `m` (best effort: a read-only home only costs the next reader time)."""
         head = json.dumps({"key": cache_key(m, self.index)}).encode()
         body = json.dumps({"ids": ids, "texts": texts, "metas": metas}, ensure_ascii=False).encode()
@@ -70,9 +68,7 @@ class SnapshotCache:
             try:
                 with os.fdopen(fd, "wb") as f:
                     np.savez(f, head=np.frombuffer(head, np.uint8), body=np.frombuffer(body, np.uint8),
-                             vectors=np.ascontiguousarray(vectors.chunks, dtype=np.float32),
-                             windows=np.ascontiguousarray(vectors.windows, dtype=np.float32),
-                             owner=np.asarray(vectors.owner, dtype=np.int64))
+                             vectors=np.ascontiguousarray(vectors, dtype=np.float32))
                 os.replace(tmp, self.path)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)

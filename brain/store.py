@@ -39,7 +39,6 @@ import numpy as np
 from brain import BrainError, Unavailable
 from brain.chunking import Chunk
 from brain.config import Settings
-from brain.embed import Vectors, pack_windows, unpack_windows
 from brain.lexical import LexicalIndex
 
 MANIFEST_VERSION = 1
@@ -183,17 +182,12 @@ class Store:
                 self._collection = self._meta = None
             raise Unavailable(f"Chroma at {self._where()} failed to {what}: {e}") from None
 
-    def upsert(self, chunks: list[Chunk], vectors: Vectors) -> None:
-        """Chunks with their vectors; a chunk's window vectors ride in its own metadata (`windows`), so a chunk
-        and its windows are written, replaced and deleted together."""
-        metas = [chunk_metadata(c) for c in chunks]
-        for row in np.unique(vectors.owner):
-            metas[row]["windows"] = pack_windows(vectors.of(row))
+    def upsert(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         for i in range(0, len(chunks), _PAGE):
             part = chunks[i:i + _PAGE]
             self._call("store chunks", self.collection.upsert, ids=[c.id for c in part],
-                       embeddings=vectors.chunks[i:i + _PAGE], documents=[c.text for c in part],
-                       metadatas=metas[i:i + _PAGE])
+                       embeddings=vectors[i:i + _PAGE], documents=[c.text for c in part],
+                       metadatas=[chunk_metadata(c) for c in part])
 
     def delete(self, ids: list[str]) -> None:
         for i in range(0, len(ids), _PAGE):
@@ -217,8 +211,8 @@ class Store:
         return self._records(only, False)[:3]
 
     def records_with_vectors(self, only: set[str] | None = None
-                             ) -> tuple[list[str], list[str], list[dict], Vectors]:
-        """As records(), plus the vectors (row i is ids[i], and the windows) read in the same pages."""
+                             ) -> tuple[list[str], list[str], list[dict], np.ndarray]:
+        """As records(), plus the vectors (float32, row i is ids[i]) read in the same pages."""
         return self._records(only, True)
 
     def _records(self, only: set[str] | None, vectors: bool):
@@ -233,15 +227,9 @@ class Store:
                     vecs.append(vec)
         order = sorted(range(len(ids)), key=lambda i: (metas[i]["corpus"], metas[i]["source"],
                                                        metas[i]["start_line"], metas[i]["end_line"]))
-        packed = [metas[i].pop("windows", None) for i in order]
-        if not (vectors and ids):
-            return [ids[i] for i in order], [docs[i] for i in order], [metas[i] for i in order], \
-                Vectors.plain(np.zeros((0, 0), np.float32))
-        matrix = np.asarray([vecs[i] for i in order], dtype=np.float32)
-        windows = [unpack_windows(p, matrix.shape[1]) if p else matrix[:0] for p in packed]
-        owner = np.repeat(np.arange(len(order)), [len(w) for w in windows])
-        return [ids[i] for i in order], [docs[i] for i in order], [metas[i] for i in order], \
-            Vectors(matrix, np.concatenate(windows), owner)
+        matrix = np.asarray([vecs[i] for i in order], dtype=np.float32) if vectors and ids \
+            else np.zeros((0, 0), np.float32)
+        return [ids[i] for i in order], [docs[i] for i in order], [metas[i] for i in order], matrix
 
     # ---- manifest -----------------------------------------------------------------------------
     @property

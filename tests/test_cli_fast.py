@@ -93,7 +93,7 @@ def test_search_from_the_snapshot_file_matches_the_store(project, embedder):
     warm.searcher.cache.path = project / "no-cache-here.npz"  # forces the read from Chroma
     q = "free the tensor memory in the epilogue"
     assert [h.id for h in cold.searcher.search(q, 5)] == [h.id for h in warm.searcher.search(q, 5)]
-    assert cold.searcher.snapshot().vectors.chunks.shape == warm.searcher.snapshot().vectors.chunks.shape
+    assert cold.searcher.snapshot().vectors.shape == warm.searcher.snapshot().vectors.shape
 
 
 def test_broken_pipe_exits_quietly(project):
