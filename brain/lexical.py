@@ -2,7 +2,8 @@
 
 Identifiers are indexed whole and split (`tcgen05.make_s2t_copy` -> tcgen05.make_s2t_copy, tcgen05,
 make_s2t_copy, make, s2t, copy; `PipelineTmaUmma` -> pipelinetmaumma, pipeline, tma, umma), and numbers
-keep their units (`466µs` -> 466µs, 466; `7.5%` -> 7.5%, 7.5), so both an exact identifier and a
+keep their units (`466µs` -> 466µs, 466; `7.5%` -> 7.5%, 7.5), architecture names meet (`sm_100a` -> also
+sm100), so both an exact identifier and a
 paraphrase in words find the same passage.
 
 Each indexed text is `context\nbody`: its first line (the heading path, or the enclosing signature for code) is
@@ -31,6 +32,7 @@ _TOKEN = re.compile(
     re.I,
 )
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z0-9]+")
+_ARCH = re.compile(r"sm_?(\d{2,3})[af]?")  # sm_90a, sm_100a, sm100f, SM90: one token per architecture
 STOPWORDS = frozenset(
     "a an and are as at be but by for from has have how i if in into is it its of on or so that the their then "
     "there these this to was were what when where which why will with you your we our can do does did not no "
@@ -62,6 +64,9 @@ def tokenize(text: str) -> list[str]:
         if low in STOPWORDS:
             continue
         parts = {low}
+        arch = _ARCH.fullmatch(low)
+        if arch:
+            parts.add(f"sm{arch.group(1)}")
         for dotted in tok.split("."):
             parts.add(dotted.lower())
             for under in dotted.split("_"):
@@ -80,7 +85,7 @@ def tokenize(text: str) -> list[str]:
 
 CONTEXT_WEIGHT = 1  # the context line's tokens count this many times: 2-3 won on the tune halves but lost on
                     # every report half (bench/fusion_sweep.py --ablate), so the field keeps weight 1
-INDEX_VERSION = 2  # bump when tokenize() or the document composition changes: a saved index is then rebuilt
+INDEX_VERSION = 3  # bump when tokenize() or the document composition changes: a saved index is then rebuilt
 
 
 def _version() -> str:

@@ -37,6 +37,10 @@ THESAURUS: tuple[tuple[str, ...], ...] = (
     ("mma.sync", "HMMA", "warp MMA"),
     ("2-SM MMA", "cta_group::2", "CTA pair", "2cta", "two CTAs"),
     ("accumulator", "acc", "accum"),
+    # architectures (the tokenizer already folds sm_90a / sm_100a into sm90 / sm100)
+    ("sm90", "Hopper", "H100", "H200"),
+    ("sm100", "Blackwell", "B200", "B100", "GB200"),
+    ("sm80", "Ampere", "A100"),
     # formats and scales
     ("scale factor", "SFA", "SFB", "block scale", "scales"),
     ("NVFP4", "FP4", "e2m1", "float4_e2m1fn"),

@@ -19,6 +19,16 @@ def test_prose_and_identifier_parts_meet():
     assert set(tokenize("pipeline stages")) & set(tokenize("num_ab_stage"))
 
 
+def test_architecture_spellings_meet():
+    # sm_90a (nvcc's target), SM90 and sm90 (paths, prose) are one architecture; smem stays smem
+    for spelling, arch in [("sm_90a", "sm90"), ("SM90", "sm90"), ("sm_100a", "sm100"), ("sm100f", "sm100")]:
+        assert arch in tokenize(f"compile for {spelling}"), spelling
+    assert not {"sm90", "sm100"} & set(tokenize("smem small sm_ sm_1000"))
+    lex = LexicalIndex.build(["a", "b"], ["\ncubin for sm_100a loads on 10.0 only", "\nthe sm90 path decodes in registers"])
+    assert lex.search("which sm100 devices load the cubin", 2)[0][0] == "a"
+    assert "hopper" in expand(tokenize("sm90 gemm")) and "sm100" in expand(tokenize("Blackwell gemm"))
+
+
 def test_bm25_finds_exact_identifier():
     lex = LexicalIndex.build(["a", "b", "c"], ["acc_empty defined outside control flow", "tma loads", "nothing"])
     assert lex.search("NameError: name 'acc_empty' is not defined", 3)[0][0] == "a"
