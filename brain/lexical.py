@@ -3,8 +3,7 @@
 Identifiers are indexed whole and split (`tcgen05.make_s2t_copy` -> tcgen05.make_s2t_copy, tcgen05,
 make_s2t_copy, make, s2t, copy; `PipelineTmaUmma` -> pipelinetmaumma, pipeline, tma, umma), and numbers
 keep their units (`466µs` -> 466µs, 466; `7.5%` -> 7.5%, 7.5), architecture names meet (`sm_100a` -> also
-sm100), so both an exact identifier and a
-paraphrase in words find the same passage.
+sm100), so both an exact identifier and a paraphrase in words find the same passage.
 
 Each indexed text is `context\nbody`: its first line (the heading path, or the enclosing signature for code) is
 a field worth CONTEXT_WEIGHT times the body (its tokens are counted that many times). A query is a weighted
