@@ -1,5 +1,6 @@
-"""Choose the lexical field weight, the thesaurus expansion weight and the hybrid fusion on TUNE halves only,
-then print the chosen configuration's figures on the REPORT halves (brain/evaluate.py states the split rule).
+"""Choose the lexical field weight, the thesaurus expansion weight, the module-docstring weight and the hybrid
+fusion on TUNE halves only, then print the chosen configuration's figures on the REPORT halves (brain/evaluate.py
+states the split rule).
 
 Usage: python bench/fusion_sweep.py [--ablate] EVAL_JSON[@BRAIN_HOME] [...]   (a file without @: $BRAIN_HOME)
 e.g.   python bench/fusion_sweep.py bench/eval_shipped.json@/tmp/h/shipped bench/eval_kernel_code.json@/tmp/h/code
@@ -31,6 +32,7 @@ from brain.service import Brain  # noqa: E402
 # at weight 1 and the sweep no longer varies it
 CONTEXT_WEIGHTS = (1,)
 EXPANSIONS = (0.0, 0.15)  # 0: thesaurus off (0.3 and 0.5 lost on every tune half in earlier sweeps)
+MODULE_DOC_WEIGHTS = (1.0, 0.85, 0.7)  # 1: module docstrings rank as any chunk
 FUSIONS = ([search.Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0)
              for c in (1.0, 0.75, 0.5, 0.25)]
            + [search.Fusion(beta=b, beta_decisive=bd, gap=g, code_dense=c)
@@ -98,7 +100,9 @@ def ablate(sets) -> None:
                 "code cosine at full weight": (CONTEXT_WEIGHT, True, replace(f, code_dense=1.0)),
                 "decisive-lead rule (gap 0.1, beta 0.2)": (CONTEXT_WEIGHT, True, replace(f, gap=0.1, beta_decisive=0.2)),
                 "previous default (lexical-first-0.2)": (CONTEXT_WEIGHT, False, search.Fusion(beta=0.2, beta_decisive=0.2)),
-                "no section widening": (CONTEXT_WEIGHT, True, f)}
+                "no section widening": (CONTEXT_WEIGHT, True, f),
+                "module docstrings at full weight": (CONTEXT_WEIGHT, True, f)}
+    doc_weight = search.MODULE_DOC_WEIGHT
     passage = search.SECTION_PASSAGE
     for split in ("tune", "report"):
         print(f"{split} halves: hybrid MRR@10 " + " ".join(f"{name:>12.12}" for name, _, _ in sets))
@@ -106,12 +110,14 @@ def ablate(sets) -> None:
             set_lexical(sets, cw)
             search.EXPAND = expand
             search.SECTION_PASSAGE = 0 if label == "no section widening" else passage
+            search.MODULE_DOC_WEIGHT = 1.0 if label == "module docstrings at full weight" else doc_weight
             res = run(sets, split, fusion=fusion)
             print(f"  {label:<38}" + " ".join(f"{r['hybrid']['mrr@10']:>12.3f}" for r in res.values())
                   + "  chars@5 " + " ".join(f"{r['hybrid']['mean_chars@5']:.0f}" for r in res.values()), flush=True)
     set_lexical(sets, CONTEXT_WEIGHT)
     search.EXPAND = True
     search.SECTION_PASSAGE = passage
+    search.MODULE_DOC_WEIGHT = doc_weight
 
 
 def main() -> None:
@@ -123,30 +129,35 @@ def main() -> None:
         return
     sets = load_sets(args)
     print(f"current defaults: context weight {CONTEXT_WEIGHT}, expansion "
-          f"{thesaurus.EXPANSION_WEIGHT if search.EXPAND else 'off'}, fusion {search.FUSION.name}", flush=True)
+          f"{thesaurus.EXPANSION_WEIGHT if search.EXPAND else 'off'}, fusion {search.FUSION.name}, "
+          f"module docstrings x{search.MODULE_DOC_WEIGHT}", flush=True)
     rows = []
     for cw, ew in itertools.product(CONTEXT_WEIGHTS, EXPANSIONS):
         set_lexical(sets, cw)
         search.EXPAND = ew > 0
         thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT
         base = run(sets, "tune", ("bm25", "dense"))
-        for fusion in FUSIONS:
+        for dw, fusion in itertools.product(MODULE_DOC_WEIGHTS, FUSIONS):
+            search.MODULE_DOC_WEIGHT = dw
             hyb = run(sets, "tune", fusion=fusion)
             mrr = sum(h["hybrid"]["mrr@10"] for h in hyb.values()) / len(hyb)
             deficit = sum(max(0.0, max(base[n]["bm25"]["mrr@10"], base[n]["dense"]["mrr@10"]) - hyb[n]["hybrid"]["mrr@10"])
                           for n in hyb)
-            rows.append((mrr, deficit, cw, ew, fusion, hyb, base))
+            rows.append((mrr, deficit, cw, ew, dw, fusion))
         best = max(r[0] for r in rows if r[2] == cw and r[3] == ew)
         print(f"context weight {cw}, expansion {ew}: bm25 tune MRR "
               + " ".join(f"{n} {b['bm25']['mrr@10']:.3f}" for n, b in base.items())
               + f"; best hybrid mean {best:.3f}", flush=True)
     top = max(r[0] for r in rows)
-    mrr, deficit, cw, ew, fusion, hyb, base = min((r for r in rows if r[0] >= top - 0.002), key=lambda r: (r[1], -r[0]))
-    print(f"\nchosen on tune halves: context weight {cw}, expansion weight {ew or 'off'}, fusion {fusion.name} "
-          f"(mean tune MRR@10 {mrr:.3f}, shortfall against the better single retriever {deficit:.3f})")
+    # among near-ties: the smallest shortfall against the better single retriever, then the mildest docstring weight
+    mrr, deficit, cw, ew, dw, fusion = min((r for r in rows if r[0] >= top - 0.002), key=lambda r: (r[1], -r[4], -r[0]))
+    print(f"\nchosen on tune halves: context weight {cw}, expansion weight {ew or 'off'}, fusion {fusion.name}, "
+          f"module docstrings x{dw} (mean tune MRR@10 {mrr:.3f}, shortfall against the better single retriever "
+          f"{deficit:.3f})")
     set_lexical(sets, cw)
     search.EXPAND = ew > 0
     thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT
+    search.MODULE_DOC_WEIGHT = dw
     for split in ("tune", "report"):
         res = run(sets, split, ("bm25", "dense", "hybrid"), fusion=fusion)
         print(f"{split} halves        {'n':>3} {'mode':<7} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'chars@5':>8}")
