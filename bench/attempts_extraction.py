@@ -9,11 +9,16 @@ Per field, over matched pairs: verdict / problem exact; techniques and figures (
 phrase must occur in the extracted field (precision over records where the extractor filled the field,
 recall over labels that have the phrase). Reported for the user worklogs (docs_corpus/00*.txt), the kernel
 worklogs and all together.
+
+The labels cite lines of the worklogs as they were when the labels were written (`_commit` in the labels
+file), so each worklog is read from git at that commit: later entries (unlabelled) and shifted lines do not
+count as misses or extra records.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,10 +43,19 @@ def match(records, labels):
     return pairs
 
 
-def score(files: dict, show: bool) -> dict:
+def labelled_text(commit: str, source: str) -> str:
+    """The worklog as the labels saw it."""
+    out = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:docs_corpus/{source}"], capture_output=True)
+    if out.returncode:
+        sys.exit(f"cannot read docs_corpus/{source} at {commit} from git (a clone with history is needed): "
+                 f"{out.stderr.decode().strip()}")
+    return out.stdout.decode("utf-8")
+
+
+def score(files: dict, commit: str, show: bool) -> dict:
     c = {k: [0, 0, 0] for k in ("detect", "verdict", "problem", "techniques", "figures", *TEXT_FIELDS)}  # tp, pred, gold
     for source, labels in files.items():
-        text = (ROOT / "docs_corpus" / source).read_text(encoding="utf-8")
+        text = labelled_text(commit, source)
         records = extract(text, source, "docs_corpus")
         pairs = match(records, labels)
         matched = [(lab, r) for lab, r in pairs if r]
@@ -101,10 +115,11 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show", action="store_true", help="print every miss and mismatch")
     args = ap.parse_args()
-    labels = {k: v for k, v in json.loads(args.labels.read_text()).items() if not k.startswith("_")}
+    data = json.loads(args.labels.read_text())
+    labels = {k: v for k, v in data.items() if not k.startswith("_")}
     groups = {"user worklogs": {k: v for k, v in labels.items() if k[:2] == "00"},
               "kernel worklogs": {k: v for k, v in labels.items() if k.startswith("worklog-")}, "all": labels}
-    report = {name: score(files, args.show and name != "all") for name, files in groups.items()}
+    report = {name: score(files, data["_commit"], args.show and name != "all") for name, files in groups.items()}
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
