@@ -126,7 +126,7 @@ def _gloss() -> dict[str, str]:
     for row in THESAURUS:
         plain = [p.lower() for p in row if re.fullmatch(r"[A-Za-z][A-Za-z -]*", p)]
         for p in row:
-            words = py._words(re.sub(r"[.\-]", "_", p))
+            words = py.identifier_words(re.sub(r"[.\-]", "_", p))
             gloss = next((x for x in plain if x != p.lower()), None)
             if len(words) == 1 and gloss:
                 out.setdefault(words[0], gloss)
@@ -145,11 +145,11 @@ def view_variants(snap) -> dict[str, dict[str, str]]:
         views = [py.code_view(t).split("\n") for _, t, _ in chunks]
         df = Counter(w for v in views for w in set(v[-1].split()))
         for (i, t, m), v in zip(chunks, views):
-            head = " ".join(dict.fromkeys(w for ident in py._WORD.findall(m["context"]) for w in py._words(ident)
-                                          if w not in py._NOISE))
+            head = " ".join(dict.fromkeys(w for ident in py._WORD.findall(m["context"])
+                                          for w in py.identifier_words(ident) if w not in py._NOISE))
             prose, words = v[:-1], v[-1].split()
             calls = [w for line in t.splitlines() for x in re.findall(r"(\w+)\s*\(|\.(\w+)|(\w+)=", line.split("#")[0])
-                     for part in x if part for w in py._words(part)]
+                     for part in x if part for w in py.identifier_words(part)]
             calls = [w for w in dict.fromkeys(calls) if w not in py._NOISE and len(w) > 1]
             glossed = []
             for w in words:

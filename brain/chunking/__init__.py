@@ -79,10 +79,12 @@ def read_text(path: Path) -> str:
 
 
 def chunk_text(text: str, source: str, suffix: str) -> list[Chunk]:
-    from brain.chunking import frontmatter, markdown, python, rst
+    from brain.chunking import cfamily, frontmatter, markdown, python, rst
     suffix = suffix.lower()
     if suffix == ".py":
         return python.chunk_python(text, source)
+    if suffix in cfamily.SUFFIXES:
+        return cfamily.chunk_cfamily(text, source)
     if suffix == ".rst":
         return rst.chunk_rst(text, source)
     if suffix in (".md", ".markdown", ".txt"):  # plain text is markdown without headings: paragraphs under the file name
@@ -95,7 +97,8 @@ def chunk_text(text: str, source: str, suffix: str) -> list[Chunk]:
     raise UnsupportedFile(f"{source}: unsupported format '{suffix or 'no extension'}'")
 
 
-SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".py", ".rst")
+SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".py", ".rst", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp",
+                      ".hh")
 
 
 def chunk_file(path: Path, source: str) -> list[Chunk]:

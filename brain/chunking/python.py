@@ -275,7 +275,7 @@ _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _NOISE = set(keyword.kwlist) | {"self", "cls", "none", "true", "false"}
 
 
-def _words(identifier: str) -> list[str]:
+def identifier_words(identifier: str) -> list[str]:
     """`make_s2t_copy` -> make s2t copy, `PipelineTmaUmma` -> pipeline tma umma."""
     out = []
     for part in identifier.split("_"):
@@ -288,7 +288,8 @@ def _file_context(source: str, tree: ast.Module) -> str:
     """The file's path as words and the start of its module docstring's first sentence, within FILE_CONTEXT
     characters: `quack blockscaled quantize (Minimal MX / NVFP4 quantization ...)`. Every chunk of the file
     carries it, so a question naming the kernel or the file reaches the chunks of that file."""
-    words = " ".join(dict.fromkeys(w for p in PurePosixPath(source).with_suffix("").parts for w in _words(p)))
+    words = " ".join(dict.fromkeys(w for p in PurePosixPath(source).with_suffix("").parts
+                                   for w in identifier_words(p)))
     doc = re.sub(r"[=\-~*#]{3,}", " ", ast.get_docstring(tree) or "")  # rst underlines
     sentence = " ".join(re.split(r"(?<=[.!?])\s|\n\s*\n", doc.strip(), maxsplit=1)[0].split())
     room = FILE_CONTEXT - len(words) - 3
@@ -324,7 +325,7 @@ def code_view(text: str) -> str:
         if "#" in code:
             code, comment = code.split("#", 1)
             prose.append(comment.strip(" #"))
-        words += [w for ident in _WORD.findall(code) for w in _words(ident)]
+        words += [w for ident in _WORD.findall(code) for w in identifier_words(ident)]
     words = [w for w in dict.fromkeys(words) if w not in _NOISE and len(w) > 1]
     return "\n".join(p for p in prose + [" ".join(words)] if p)
 
@@ -333,7 +334,7 @@ class CodeChunk(Chunk):
     def embedding_text(self) -> str:
         """The context's words and the code's natural-language view (the stored text stays the exact source):
         a prose-trained model reads `tiled mma tma atom` far better than `tiled_mma: cute.TiledMma, tma_atom`."""
-        words = " ".join(dict.fromkeys(w for ident in _WORD.findall(self.context) for w in _words(ident)
+        words = " ".join(dict.fromkeys(w for ident in _WORD.findall(self.context) for w in identifier_words(ident)
                                        if w not in _NOISE))
         return f"{words}\n\n{code_view(self.text)}"
 
