@@ -7,7 +7,7 @@ above it. Namespace and `extern "C"` bodies are read as top level with their nam
 members of a class too large for one chunk; a function too large is cut between its statements (cut_span).
 Small neighbours are packed together up to PACK_TARGET. As for Python, the chunk text is exactly its source lines
 and the context (the file's path words, the enclosing namespaces and class, the unit's signature) travels
-outside it; the embedding reads comments and identifier words (brain/chunking/python.py `code_view`).
+outside it; the embedding reads the comments and the identifiers' words, as it does for Python code.
 """
 from __future__ import annotations
 
