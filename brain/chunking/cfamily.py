@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from brain.chunking import HARD_MAX, PACK_MIN, SECTION_SEP, Chunk, cut_span
-from brain.chunking.python import _NOISE, _WORD, PACK_TARGET, identifier_words
+from brain.chunking.python import PACK_TARGET, CodeChunk, identifier_words, prose_and_words
 from brain.taxonomy import detect_tags
 
 SUFFIXES = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
@@ -95,7 +95,6 @@ def blank_comments_and_literals(text: str) -> str:
 @dataclass
 class _Unit:
     start: int  # first line (1-based), its leading comments included
-    code: int  # first line with code
     end: int
     header: str  # the code before the unit's first brace or semicolon, whitespace collapsed
     body: tuple[int, int] | None  # lines strictly inside the unit's outermost braces, when it has them
@@ -127,9 +126,9 @@ class _Builder:
                 line += 1
             if line > b:  # trailing comments and preprocessor lines: a unit of their own
                 if any(self.lines[i - 1].strip() for i in range(start, b + 1)):
-                    out.append(_Unit(start, start, b, "", None))
+                    out.append(_Unit(start, b, "", None))
                 break
-            first, depth, header, opened, body_start, done = line, 0, [], False, None, False
+            depth, header, opened, body_start, done = 0, [], False, None, False
             while line <= b and not done:
                 row = self.code[line - 1]
                 for col, ch in enumerate(row):
@@ -155,7 +154,7 @@ class _Builder:
                 line += 1
             end = min(line - 1, b)
             body = (body_start + 1, end - 1) if opened and end - 1 >= body_start + 1 else None
-            out.append(_Unit(start, first, end, " ".join(" ".join(header).split()), body))
+            out.append(_Unit(start, end, " ".join(" ".join(header).split()), body))
         return out
 
     # ---- chunks ------------------------------------------------------------------------------------
@@ -204,11 +203,16 @@ class _Builder:
             del self.chunks[mine:]
             self.chunks[at:at] = new
 
-    def resize(self, chunk: Chunk, start: int, end: int) -> None:
+    def trim(self, start: int, end: int) -> tuple[int, int]:
+        """Lines start..end without the blank lines at either end."""
         while start < end and not self.lines[start - 1].strip():
             start += 1
         while end > start and not self.lines[end - 1].strip():
             end -= 1
+        return start, end
+
+    def resize(self, chunk: Chunk, start: int, end: int) -> None:
+        start, end = self.trim(start, end)
         chunk.start_line, chunk.end_line = start, end
         chunk.text = "\n".join(self.lines[start - 1:end])
 
@@ -255,10 +259,7 @@ class _Builder:
         return m.group(1) if m else ""
 
     def emit(self, start: int, end: int, scope: list[str], header: str, names: list[str] | None = None) -> None:
-        while start < end and not self.lines[start - 1].strip():
-            start += 1
-        while end > start and not self.lines[end - 1].strip():
-            end -= 1
+        start, end = self.trim(start, end)
         if start > end or not any(self.lines[i - 1].strip() for i in range(start, end + 1)):
             return
         text = "\n".join(self.lines[start - 1:end])
@@ -275,17 +276,11 @@ class _Builder:
 def code_view(text: str) -> str:
     """A natural-language view of C-family code: its comments as written, then its identifiers' words."""
     prose = [m.group(0).strip("/*! \t\n") for m in re.finditer(r"//[^\n]*|/\*.*?\*/", text, re.S)]
-    code = blank_comments_and_literals(text)
-    words = [w for ident in _WORD.findall(code) for w in identifier_words(ident)]
-    words = [w for w in dict.fromkeys(words) if w not in _NOISE and len(w) > 1]
-    return "\n".join(p for p in prose + [" ".join(words)] if p)
+    return prose_and_words(prose, blank_comments_and_literals(text))
 
 
-class CFamilyChunk(Chunk):
-    def embedding_text(self) -> str:
-        words = " ".join(dict.fromkeys(w for ident in _WORD.findall(self.context) for w in identifier_words(ident)
-                                       if w not in _NOISE))
-        return f"{words}\n\n{code_view(self.text)}"
+class CFamilyChunk(CodeChunk):
+    view = staticmethod(code_view)
 
 
 def chunk_cfamily(text: str, source: str) -> list[Chunk]:

@@ -298,10 +298,17 @@ def _file_context(source: str, tree: ast.Module) -> str:
     return words
 
 
+def prose_and_words(prose: list[str], code: str) -> str:
+    """Comments and docstrings as written, then the words of the identifiers in `code` (split at `_` and case
+    changes) in order of first appearance: what a prose-trained embedding model reads of a piece of code."""
+    words = [w for ident in _WORD.findall(code) for w in identifier_words(ident)]
+    words = [w for w in dict.fromkeys(words) if w not in _NOISE and len(w) > 1]
+    return "\n".join(p for p in prose + [" ".join(words)] if p)
+
+
 def code_view(text: str) -> str:
-    """A natural-language view of code for the embedding model: its comments and docstrings as written, then
-    the words of its identifiers (split at `_` and case changes) in order of first appearance."""
-    prose, words = [], []
+    """A natural-language view of Python code for the embedding model (prose_and_words)."""
+    prose, code_parts = [], []
     quote = None
     for line in text.splitlines():
         code = line
@@ -325,18 +332,19 @@ def code_view(text: str) -> str:
         if "#" in code:
             code, comment = code.split("#", 1)
             prose.append(comment.strip(" #"))
-        words += [w for ident in _WORD.findall(code) for w in identifier_words(ident)]
-    words = [w for w in dict.fromkeys(words) if w not in _NOISE and len(w) > 1]
-    return "\n".join(p for p in prose + [" ".join(words)] if p)
+        code_parts.append(code)
+    return prose_and_words(prose, "\n".join(code_parts))
 
 
 class CodeChunk(Chunk):
+    view = staticmethod(code_view)  # the language's natural-language view of its text
+
     def embedding_text(self) -> str:
         """The context's words and the code's natural-language view (the stored text stays the exact source):
         a prose-trained model reads `tiled mma tma atom` far better than `tiled_mma: cute.TiledMma, tma_atom`."""
         words = " ".join(dict.fromkeys(w for ident in _WORD.findall(self.context) for w in identifier_words(ident)
                                        if w not in _NOISE))
-        return f"{words}\n\n{code_view(self.text)}"
+        return f"{words}\n\n{self.view(self.text)}"
 
 
 def _short(text: str, limit: int) -> str:
