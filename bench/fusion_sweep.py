@@ -83,8 +83,7 @@ def set_lexical(sets, context_weight: int) -> None:
     for brain in {id(b): b for _, _, b in sets}.values():
         brain.searcher._bm25.memo.clear()
         snap = brain.searcher.snapshot()
-        snap.lexical = LexicalIndex.build(snap.ids, [f"{m['context']}\n{t}" for t, m in zip(snap.texts, snap.metas)],
-                                          context_weight)
+        snap.lexical = LexicalIndex.of_chunks(snap.ids, snap.texts, snap.metas, context_weight)
 
 
 def run(sets, split: str, modes=("hybrid",), fusion=None) -> dict[str, dict]:

@@ -264,7 +264,7 @@ class Ingester:
 
     def rebuild_lexical(self, m: Manifest) -> LexicalIndex:
         ids, docs, metas, vectors = self.store.records_with_vectors(m.ids())
-        lex = LexicalIndex.build(ids, [f"{meta['context']}\n{doc}" for doc, meta in zip(docs, metas)])
+        lex = LexicalIndex.of_chunks(ids, docs, metas)
         self.store.save_lexical(lex, m.generation)
         self.last_snapshot = (m, ids, docs, metas, lex, vectors)  # the writer's process installs it at once
         return lex

@@ -117,6 +117,12 @@ class LexicalIndex:
         retriever.index([document_tokens(t, context_weight) or ["<empty>"] for t in texts], show_progress=False)
         return cls(list(ids), retriever)
 
+    @classmethod
+    def of_chunks(cls, ids: list[str], texts: list[str], metas: list[dict],
+                  context_weight: int = CONTEXT_WEIGHT) -> "LexicalIndex":
+        """The index of stored chunks: each document is the chunk's context line, then its text."""
+        return cls.build(ids, [f"{m['context']}\n{t}" for t, m in zip(texts, metas)], context_weight)
+
     def known(self, token: str) -> bool:
         return self.retriever is not None and token in self.retriever.vocab_dict
 

@@ -83,7 +83,7 @@ class Snapshot:
         self.pos = {i: n for n, i in enumerate(ids)}
         self.lexical = lexical
         if lexical.ids != ids:  # lexical order must match the snapshot's for the filter mask
-            self.lexical = LexicalIndex.build(ids, [f"{m['context']}\n{t}" for t, m in zip(texts, metas)])
+            self.lexical = LexicalIndex.of_chunks(ids, texts, metas)
 
     @functools.cached_property
     def module_docs(self) -> frozenset[str]:
@@ -279,7 +279,7 @@ class Searcher:
                     self.cache.save(m, ids, texts, metas, vectors)
                 lex = self.store.load_lexical(m.generation)
                 if lex is None:  # built for another generation or version: rebuild it, and keep it for the next process
-                    lex = LexicalIndex.build(ids, [f"{meta['context']}\n{t}" for t, meta in zip(texts, metas)])
+                    lex = LexicalIndex.of_chunks(ids, texts, metas)
                     self.store.save_lexical(lex, m.generation)
                 self._snap = Snapshot(m.generation, ids, texts, metas, lex, vectors)
             return self._snap
