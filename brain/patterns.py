@@ -167,6 +167,9 @@ def _decode_name(name: str) -> bool:
                                               and not _OTHER_DECODE.search(name))
 
 
+_G2S_OP = re.compile(r"CopyBulkTensorTileG2S\w*Op$")  # the op a TMA load atom is made from
+_S2G_OP = re.compile(r"Copy(?:Reduce)?BulkTensorTileS2G\w*Op$")  # ... a TMA store (or reduce-store) atom
+
 _SCHEDULER_API = ("initial_work_tile_info", "get_current_work", "advance_to_next_work", "fetch_next_work",
                   "get_grid_shape")
 # the DSL's value plumbing (flattening an object to MLIR values and back) implements no pattern, whatever it rebuilds
@@ -222,14 +225,14 @@ def _call_rules(target: str, kws: set[str], first: str, node: ast.Call, way: str
             out.append("s2t-copy")
         if "tma_desc_ptr" in kws:
             out.append("tensormap")
-    if re.match(r"CopyBulkTensorTileG2S\w*Op$", last) or last in (
+    if _G2S_OP.match(last) or last in (
             "make_tiled_tma_atom_A", "make_tiled_tma_atom_B", "prefetch_descriptor", "create_tma_multicast_mask") \
             or "non_exec_tiled_tma_load" in last:
         out.append("tma-load")
     if last == "tma_partition":
         store = way == "store" if way in ("load", "store") else bool(_STORE_ATOM.search(first.rsplit(".", 1)[-1]))
         out.append("tma-store" if store else "tma-load")
-    if re.match(r"Copy(?:Reduce)?BulkTensorTileS2G\w*Op$", last) or last == "tma_store_fence":
+    if _S2G_OP.match(last) or last == "tma_store_fence":
         out.append("tma-store")
     if last in ("make_s2t_copy", "get_s2t_smem_desc_tensor") or (recv == "tcgen05" and re.match(r"Cp\w*Op$", last)):
         out.append("s2t-copy")
@@ -317,9 +320,9 @@ def _tma_ways(tree: ast.AST) -> dict[str, str]:
         makes_atom = isinstance(node.value, ast.Call) and re.search(r"make\w*tma\w*atom", _dotted(node.value.func))
         for n in ast.walk(node.value):
             name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else ""
-            if re.match(r"Copy(?:Reduce)?BulkTensorTileS2G\w*Op$", name):
+            if _S2G_OP.match(name):
                 ways.add("store")
-            elif re.match(r"CopyBulkTensorTileG2S\w*Op$", name):
+            elif _G2S_OP.match(name):
                 ways.add("load")
             elif makes_atom and isinstance(n, ast.Name) and len(seen.get(n.id, ())) == 1:
                 ways |= seen[n.id]  # op = CopyBulkTensorTileG2SOp(); atom, t = make_tiled_tma_atom(op, ...)
