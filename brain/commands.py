@@ -49,8 +49,8 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_watch)
 
     p = sub.add_parser("search", help="hybrid search over the index")
-    p.add_argument("query")
-    p.add_argument("--k", type=int, default=5)
+    p.add_argument("query", nargs="+", help="the question (its words may be given unquoted)")
+    p.add_argument("-k", "-n", "--k", type=int, default=5, dest="k", help="how many results (default 5)")
     p.add_argument("--mode", choices=("hybrid", "bm25", "dense"), default="hybrid")
     p.add_argument("--expand", action="store_true", help="append the next chunk of the section to very short hits")
     add_filter_args(p)
@@ -59,7 +59,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("pitfall", help="paste an error message or traceback; get the rule that explains it")
     p.add_argument("error", help="the error text ('-' reads it from stdin)")
-    p.add_argument("--k", type=int, default=3)
+    p.add_argument("-k", "-n", "--k", type=int, default=3, dest="k", help="how many results (default 3)")
     add_filter_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_pitfall)
@@ -67,7 +67,7 @@ def register(sub) -> None:
     p = sub.add_parser("snippets", help="code regions of the reference kernels that carry a pattern")
     p.add_argument("pattern", help="e.g. s2t-copy, tma-load, pipeline-setup (see `brain patterns`)")
     p.add_argument("query", nargs="?", help="optional: rank the snippets by this question")
-    p.add_argument("--k", type=int, default=5)
+    p.add_argument("-k", "-n", "--k", type=int, default=5, dest="k", help="how many results (default 5)")
     add_filter_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_snippets)
@@ -181,7 +181,7 @@ def print_hits(payload: dict) -> None:
 
 
 def cmd_search(args, settings: Settings) -> int:
-    payload = open_index(settings).search(args.query, args.k, filters_from(args), mode=args.mode, expand=args.expand)
+    payload = open_index(settings).search(" ".join(args.query), args.k, filters_from(args), mode=args.mode, expand=args.expand)
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
     return 0
 

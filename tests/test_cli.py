@@ -38,6 +38,17 @@ def test_search_json_contract(home):
         assert res["rank"] == rank
 
 
+def test_search_takes_unquoted_words_and_short_k(home):
+    """An agent's shell call often forgets the quotes: the words are the query, `-k` / `-n` the count."""
+    quoted = json.loads(brain_cli("search", "variables defined inside if blocks", "--json", "--k", "2", home=home).stdout)
+    for flag in ("-k", "-n"):
+        r = brain_cli("search", "variables", "defined", "inside", "if", "blocks", flag, "2", "--json", home=home)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["query"] == "variables defined inside if blocks"
+        assert [x["text"] for x in out["results"]] == [x["text"] for x in quoted["results"]]
+
+
 def test_chunks_json_has_same_fields(home):
     r = brain_cli("chunks", "--source", "000_", "--json", home=home)
     rows = json.loads(r.stdout)

@@ -17,7 +17,7 @@ def register(sub) -> None:
     p.add_argument("--problem", help="gemv, gemm, dual_gemm, group_gemm, none")
     p.add_argument("--corpus", help="only this corpus")
     p.add_argument("--include-superseded", action="store_true", help="also records a later one supersedes")
-    p.add_argument("--k", type=int, default=10)
+    p.add_argument("-k", "-n", "--k", type=int, default=10, dest="k", help="how many records (default 10)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_attempts)
 
