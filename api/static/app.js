@@ -48,9 +48,9 @@ function el(tag, cls, text) {
 
 function codeBlock(text, lang, firstLine) {
   const pre = el("pre", "code");
-  // highlight() escapes every piece of text, so its HTML is safe to insert
+  // highlight() escapes every piece of text, so its HTML is safe to insert; firstLine null: no line numbers
   pre.innerHTML = HL.highlight(text, lang).map((html, i) =>
-    `<span class="line"><span class="ln">${firstLine + i}</span>${html}</span>`).join("");
+    `<span class="line"><span class="ln">${firstLine === null ? "" : firstLine + i}</span>${html}</span>`).join("");
   return pre;
 }
 
@@ -76,7 +76,9 @@ function renderHit(r) {
   a.href = passageHref(r);
   meta.appendChild(a);
   art.appendChild(meta);
-  art.appendChild(codeBlock(r.text, HL.language(r.source, r.language), r.start_line));
+  // number the lines only where the text is exactly the cited lines (a notebook chunk's cells sit between JSON lines)
+  const exact = r.text.split("\n").length === r.end_line - r.start_line + 1;
+  art.appendChild(codeBlock(r.text, HL.language(r.source, r.language), exact ? r.start_line : null));
   return art;
 }
 

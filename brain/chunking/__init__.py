@@ -79,10 +79,12 @@ def read_text(path: Path) -> str:
 
 
 def chunk_text(text: str, source: str, suffix: str) -> list[Chunk]:
-    from brain.chunking import cfamily, frontmatter, markdown, python, rst
+    from brain.chunking import cfamily, frontmatter, markdown, notebook, python, rst
     suffix = suffix.lower()
     if suffix == ".py":
         return python.chunk_python(text, source)
+    if suffix == ".ipynb":
+        return notebook.chunk_notebook(text, source)
     if suffix in cfamily.SUFFIXES:
         return cfamily.chunk_cfamily(text, source)
     if suffix == ".rst":
@@ -98,7 +100,7 @@ def chunk_text(text: str, source: str, suffix: str) -> list[Chunk]:
 
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".py", ".rst", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp",
-                      ".hh")
+                      ".hh", ".ipynb")
 
 
 def chunk_file(path: Path, source: str) -> list[Chunk]:
