@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from brain import BrainError
 from brain.chunking import HARD_MAX, SECTION_SEP, UnsupportedFile, chunk_text
 from brain.chunking.notebook import OUTPUT_MAX
 from tests.conftest import corpus
@@ -203,3 +204,7 @@ def test_ingest_and_search_round_trip(tmp_path, make_brain):
     assert "make_tma_atom" in top["text"]
     cited = brain.read_source(f"nb/{top['source']}", top["start_line"], top["end_line"])["text"]
     assert '"def make_atom(layout):\\n",' in cited  # the passage view shows the notebook lines the chunk cites
+    s = brain.upload("tutorial.ipynb", jupyter_json(TUTORIAL).encode())
+    assert s.chunks_added == 4
+    with pytest.raises(BrainError, match=r"^bad.ipynb: not a notebook \(no 'cells' list"):
+        brain.upload("bad.ipynb", b'{"nbformat": 4}')
