@@ -178,6 +178,27 @@ def test_nbformat_3_worksheets_input_and_heading_cells():
     assert c.section == "Legacy notebook" + SECTION_SEP + "Kernels" and "4" in c.text.split("\n")
 
 
+def test_another_kernel_language_is_not_read_as_python():
+    nb = notebook(md("# R"), code("x <- c(1, 2)", "mean(x)"))
+    nb["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}, "language_info": {"name": "R"}}
+    [c] = chunk_text(jupyter_json(nb), "r.ipynb", ".ipynb")
+    assert "x <- c(1, 2)" in c.text and c.section == "R"
+    nb["cells"] = nb["cells"][1:]
+    [c] = chunk_text(jupyter_json(nb), "r.ipynb", ".ipynb")
+    assert c.language == "r" and c.text == "x <- c(1, 2)\nmean(x)"  # lines as written (Python would read `x < -c`)
+    [c] = chunk_text(jupyter_json(notebook(code("x <- c(1, 2)", "mean(x)"))), "py.ipynb", ".ipynb")
+    assert c.language == "python"  # no metadata: Python, as Jupyter assumes
+
+
+def test_odd_fields_are_tolerated():
+    nb = notebook(md("# Odd"), "not a cell", {"cell_type": "code", "source": 7, "outputs": {"a": 1}},
+                  {"cell_type": "heading", "level": "x", "source": "Heading"}, {"cell_type": "markdown"},
+                  {"cell_type": "unknown", "source": ["skipped"]}, code("y = 1"))
+    chunks = chunk_text(jupyter_json(nb), "odd.ipynb", ".ipynb")
+    assert "y = 1" in chunks[-1].text and chunks[-1].section == "Odd" + SECTION_SEP + "Heading"
+    assert "skipped" not in "".join(c.text for c in chunks)
+
+
 @pytest.mark.parametrize("text, reason", [
     ('{"cells": [', "not a notebook (invalid JSON"),
     ('[1, 2, 3]', "not a notebook (no 'cells' list"),

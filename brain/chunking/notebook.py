@@ -107,22 +107,33 @@ class _Unit:
     heading: bool = False
 
 
-def _load(text: str, source: str) -> tuple[list, dict[tuple, tuple[int, int]], tuple]:
+def _load(text: str, source: str) -> tuple[dict, list, tuple]:
+    """The notebook, its cells and the JSON path of its cell list (nbformat 4 or 3)."""
     try:
         nb = json.loads(text)
     except json.JSONDecodeError as e:
         raise UnsupportedFile(f"{source}: not a notebook (invalid JSON: {e.msg} at line {e.lineno})") from None
     if isinstance(nb, dict) and isinstance(nb.get("cells"), list):
-        return nb["cells"], _string_lines(text), ("cells",)
+        return nb, nb["cells"], ("cells",)
     sheets = nb.get("worksheets") if isinstance(nb, dict) else None  # nbformat 3
     if isinstance(sheets, list) and sheets and isinstance(sheets[0], dict) and isinstance(sheets[0].get("cells"), list):
-        return sheets[0]["cells"], _string_lines(text), ("worksheets", 0, "cells")
+        return nb, sheets[0]["cells"], ("worksheets", 0, "cells")
     raise UnsupportedFile(f"{source}: not a notebook (no 'cells' list in the JSON)")
 
 
+def _language(nb: dict) -> str:
+    """The kernel's language from the notebook metadata; Python when it says nothing."""
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    info, spec = meta.get("language_info"), meta.get("kernelspec")
+    name = (info.get("name") if isinstance(info, dict) else None) or \
+        (spec.get("language") if isinstance(spec, dict) else None)
+    return name.lower() if isinstance(name, str) and name.strip() else "python"
+
+
 class _Builder:
-    def __init__(self, source: str):
+    def __init__(self, source: str, language: str):
         self.source = source
+        self.language = language  # code cells of another language than Python are cut between lines
         self.stack: list[tuple[int, str]] = []  # open headings (level, title)
         self.title = ""
         self.units: list[_Unit] = []
@@ -153,7 +164,7 @@ class _Builder:
     def code(self, t: _Text) -> None:
         if not any(x.strip() for x in t.lines):
             return
-        pieces = self._python(t)
+        pieces = self._python(t) if self.language == "python" else None
         if pieces is not None:
             for c in pieces:
                 names = c.section.split(SECTION_SEP, 1)[1].split(", ") if SECTION_SEP in c.section else []
@@ -221,7 +232,7 @@ class _Builder:
             text=text, source=self.source, start_line=min(u.text.first[u.start] for u in group),
             end_line=max(u.text.last[u.end] for u in group), section=section,
             kind="code" if only_code else classify_kind(section, text),
-            language="python" if only_code else "markdown", tags=detect_tags(SECTION_SEP.join(path), text),
+            language=self.language if only_code else "markdown", tags=detect_tags(SECTION_SEP.join(path), text),
             title=title, context=section + (SECTION_SEP + ", ".join(names[:3]) if names else ""),
             patterns=sorted({p for u in group for p in u.patterns}),
             prose="\n\n".join(p for p, code in parts if not code), code="\n\n".join(p for p, code in parts if code))
@@ -267,8 +278,9 @@ def _output_text(out) -> tuple | None:
 
 
 def chunk_notebook(text: str, source: str) -> list[Chunk]:
-    cells, where, base = _load(text, source)
-    b = _Builder(source)
+    nb, cells, base = _load(text, source)
+    where = _string_lines(text)
+    b = _Builder(source, _language(nb))
     for i, cell in enumerate(cells):
         if not isinstance(cell, dict):
             continue
@@ -283,5 +295,6 @@ def chunk_notebook(text: str, source: str) -> list[Chunk]:
                     value = out[key[0]] if len(key) == 1 else out[key[0]][key[1]]
                     b.output(_text(value, base + (i, "outputs", k) + key, where))
         elif kind in ("markdown", "raw", "heading"):
-            b.markdown(t, int(cell.get("level") or 1) if kind == "heading" else 0)
+            level = cell.get("level")
+            b.markdown(t, (level if isinstance(level, int) and 1 <= level <= 6 else 1) if kind == "heading" else 0)
     return [b.chunk(g) for g in b.groups() if g]
