@@ -1,0 +1,184 @@
+"""Ideas measured on the TUNE halves and dropped (README "Retrieval"): each probe reorders or re-embeds in
+memory, on indexes that already hold the questions' corpora, and prints hybrid MRR@10 per file against today's.
+
+Usage: python bench/retrieval_probes.py [--split tune] [--probe NAME ...] EVAL_JSON@BRAIN_HOME [...]
+Probes:
+  proximity   a bonus for the best window of W tokens holding the most (idf-weighted) query terms
+  per-source  at most C chunks of one file before the other files' (diversity in the top 10)
+  feedback    Rocchio on the dense query: q + a x mean(vectors of bm25's top m), then fused as usual
+  seq-length  chunks embedded reading 128 or 512 word pieces instead of the model's 256 (slow: re-embeds)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import fusion_sweep as fs  # noqa: E402
+import brain.search as search  # noqa: E402
+from brain.chunking import chunk_file  # noqa: E402
+from brain.evaluate import _relevant, select  # noqa: E402
+from brain.lexical import tokenize  # noqa: E402
+from brain.search import Filters  # noqa: E402
+
+POOL = 30  # candidates a reordering probe may reach
+
+
+def mrr(firsts: list) -> float:
+    return sum(1 / (f + 1) for f in firsts if f is not None) / max(len(firsts), 1)
+
+
+def candidates(sets, split):
+    """Per file, per question: the hybrid top POOL as (hit, relevant)."""
+    out = {}
+    for name, qs, b in sets:
+        out[name] = [[(h, _relevant(h.text, q["any"])) for h in
+                      b.searcher.search(q["q"], POOL, Filters(corpus=q.get("corpus")))]
+                     for q in select(qs, split) if q.get("mode") != "pitfall"]
+    return out
+
+
+def report(label: str, per_file: dict[str, float], base: dict[str, float]) -> None:
+    print(f"  {label:<28} mean {statistics.mean(per_file.values()):.4f} (today {statistics.mean(base.values()):.4f})  "
+          + " ".join(f"{n[:14]} {v:.3f}" for n, v in per_file.items()), flush=True)
+
+
+def reordered(cands, key) -> dict[str, float]:
+    """MRR@10 after sorting each question's candidates by key(question index, rank, hit)."""
+    res = {}
+    for name, questions in cands.items():
+        firsts = []
+        for qi, hits in enumerate(questions):
+            order = sorted(range(len(hits)), key=lambda r: key(name, qi, r, hits[r][0]))[:10]
+            firsts.append(next((j for j, r in enumerate(order) if hits[r][1]), None))
+        res[name] = mrr(firsts)
+    return res
+
+
+def probe_proximity(sets, split, base):
+    cands = candidates(sets, split)
+    base = reordered(cands, lambda n, qi, r, h: r)  # today's order of the same POOL candidates
+    questions = {name: [q for q in select(qs, split) if q.get("mode") != "pitfall"] for name, qs, _ in sets}
+    brains = {name: b for name, _, b in sets}
+
+    def window(name, qi, hit, w):
+        lex = brains[name].searcher.snapshot().lexical
+        n = len(lex.ids)
+        idf = {t: math.log(1 + n / (1 + lex.doc_freq(t))) for t in set(tokenize(questions[name][qi]["q"]))}
+        total = sum(idf.values()) or 1.0
+        toks, best, cur, cnt = tokenize(hit.text), 0.0, 0.0, Counter()
+        for j, t in enumerate(toks):
+            if t in idf:
+                cur += idf[t] * (cnt[t] == 0)
+                cnt[t] += 1
+            if j >= w and toks[j - w] in idf:
+                cnt[toks[j - w]] -= 1
+                cur -= idf[toks[j - w]] * (cnt[toks[j - w]] == 0)
+            best = max(best, cur)
+        return best / total
+
+    for w in (8, 16, 32, 64):
+        memo = {}
+        for lam in (0.05, 0.1, 0.2, 0.5):
+            def key(name, qi, r, hit, w=w, lam=lam):
+                if (name, qi, r) not in memo:
+                    memo[(name, qi, r)] = window(name, qi, hit, w)
+                return -(hit.score + lam * memo[(name, qi, r)])
+            report(f"window {w}, bonus {lam}", reordered(cands, key), base)
+
+
+def probe_per_source(sets, split, base):
+    cands = candidates(sets, split)
+    base = reordered(cands, lambda n, qi, r, h: r)
+    nth = {}  # (file, question, rank) -> how many chunks of that hit's source rank at or above it
+    for name, questions in cands.items():
+        for qi, hits in enumerate(questions):
+            per = Counter()
+            for r, (hit, _) in enumerate(hits):
+                per[hit.meta["source"]] += 1
+                nth[(name, qi, r)] = per[hit.meta["source"]]
+    for cap in (1, 2, 3, 4):
+        report(f"at most {cap} per file", reordered(cands, lambda n, qi, r, h, cap=cap: (nth[(n, qi, r)] > cap, r)),
+               base)
+
+
+def probe_feedback(sets, split, base):
+    params = {"alpha": 0.0, "m": 1}
+    for b in {id(b): b for _, _, b in sets}.values():
+        s = b.searcher
+
+        def dense(snap, query, f, n, s=s):
+            q = s.embedder.encode_query(query)
+            top = s._bm25(snap, query, f, params["m"]) if params["alpha"] else []
+            if top:
+                q = q + params["alpha"] * snap.vectors[[snap.pos[i] for i, _ in top]].mean(0)
+                q = q / np.linalg.norm(q)
+            return search.nearest(snap.vectors, q, snap.ids, n, snap.mask(f) if f.active() else None)
+        s._dense = dense
+    for alpha in (0.25, 0.5, 1.0):
+        for m in (1, 3, 5):
+            params.update(alpha=alpha, m=m)
+            res = fs.run(sets, split)
+            report(f"alpha {alpha}, top {m}", {n: r["hybrid"]["mrr@10"] for n, r in res.items()}, base)
+
+
+def probe_seq_length(sets, split, base):
+    brains = list({id(b): b for _, _, b in sets}.values())
+    model = brains[0].embedder.model
+    default = model.max_seq_length
+    texts = {}
+    for b in brains:  # the chunks' embedding texts, re-chunked from the corpora's files (same ids)
+        snap = b.searcher.snapshot()
+        roots = {c: Path(v["root"]) for c, v in json.loads((b.settings.home / "manifest.json").read_text())["corpora"].items()}
+        want = set(snap.ids)
+        for corpus, source in {(m["corpus"], m["source"]) for m in snap.metas}:
+            for ch in chunk_file(roots[corpus] / source, source):
+                ch.corpus = corpus
+                if ch.id in want:
+                    texts[(id(b), ch.id)] = ch.embedding_text()
+    saved = {id(b): b.searcher.snapshot().vectors.copy() for b in brains}
+    for seq in (128, 512):
+        model.max_seq_length = seq
+        for b in brains:
+            snap = b.searcher.snapshot()
+            ids = [i for i in snap.ids if (id(b), i) in texts]
+            long = [i for i in ids if len(model.tokenizer(texts[(id(b), i)])["input_ids"]) > min(seq, default)]
+            vecs = model.encode([texts[(id(b), i)] for i in long], batch_size=32, normalize_embeddings=True)
+            snap.vectors[[snap.pos[i] for i in long]] = vecs
+            b.searcher._dense.memo.clear()
+        res = fs.run(sets, split)
+        report(f"{seq} word pieces", {n: r["hybrid"]["mrr@10"] for n, r in res.items()}, base)
+        for b in brains:
+            b.searcher.snapshot().vectors[:] = saved[id(b)]
+            b.searcher._dense.memo.clear()
+    model.max_seq_length = default
+
+
+PROBES = {"proximity": probe_proximity, "per-source": probe_per_source, "feedback": probe_feedback,
+          "seq-length": probe_seq_length}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sets", nargs="+", help="EVAL_JSON@BRAIN_HOME")
+    ap.add_argument("--split", choices=("tune", "report"), default="tune")
+    ap.add_argument("--probe", action="append", choices=sorted(PROBES), help="default: all but seq-length")
+    args = ap.parse_args()
+    sets = fs.load_sets(args.sets)
+    base = {n: r["hybrid"]["mrr@10"] for n, r in fs.run(sets, args.split).items()}
+    for name in args.probe or ["proximity", "per-source", "feedback"]:
+        print(f"{name} ({args.split} halves, hybrid MRR@10)")
+        PROBES[name](sets, args.split, base)
+
+
+if __name__ == "__main__":
+    main()
