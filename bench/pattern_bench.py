@@ -1,6 +1,7 @@
 """Precision and recall of the kernel-code pattern detector against hand labels, and chunk sizes on foreign code.
 
     python bench/pattern_bench.py [--labels FILE ...] [--root DIR] [--json] [--split tuning] [--errors tuning]
+                                  [--set python|cuda]
 
 Labels (bench/patterns_labelled.json: 8 tuning and 9 reporting files; bench/patterns_labelled_b.json: 12 more
 tuning files; both by default, `--labels` is repeatable) name, per file and pattern, the units that implement the
@@ -11,6 +12,12 @@ belongs to it (nested definitions and sub-units own their lines). Precision and 
 pattern) triples, for the tuning files, the reporting files and all (`--split tuning` scores the tuning files
 alone: rules are chosen there, the reporting figures are quoted once). The foreign files are read from the
 sample corpus and never copied into the repository.
+
+C, C++ and CUDA (bench/patterns_labelled_cuda.json, `--cuda-labels`): 25 CUTLASS and CUDA toolkit files, read from
+the CUTLASS git mirror at the labelled commit and from the toolkit's include folder. Labels are line ranges; the
+units are the file's code chunks as ingest cuts them (brain/chunking/cfamily.py), and a chunk is predicted to
+implement a pattern when it carries it (brain.patterns.find_c_hits on its lines). Its split is fixed by the file
+name (reporting when zlib.crc32 of the key is odd). `--set python` or `--set cuda` scores one family only.
 """
 from __future__ import annotations
 
@@ -18,13 +25,15 @@ import argparse
 import ast
 import json
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from brain.chunking import chunk_file  # noqa: E402
+from brain.chunking import chunk_file, chunk_text  # noqa: E402
+from brain.chunking.cfamily import blank_comments_and_literals  # noqa: E402
 from brain.patterns import PATTERNS, find_hits  # noqa: E402
 
 DEFAULT_ROOT = Path("/work/shared/sample-corpora/kernel-code")
@@ -68,11 +77,48 @@ def predicted(path: Path) -> tuple[set[tuple[str, str]], set[str]]:
     return {(owner[line], name) for name, line in find_hits(tree)}, set(owner[1:])
 
 
-def score(files: list[str], labels: dict, root: Path, errors: list | None = None) -> dict:
+def read_cfamily(key: str, sources: dict) -> str:
+    """The text of a labelled C-family file: `cutlass/...` from the git mirror at the labelled commit, `cuda/...`
+    from the toolkit's include folder."""
+    prefix, rest = key.split("/", 1)
+    src = sources.get(prefix + "/")
+    if src is None:
+        raise SystemExit(f"error: no source for {key}")
+    if "git" in src:
+        r = subprocess.run(["git", "--git-dir", src["git"], "show", f"{src['commit']}:{rest}"], capture_output=True)
+        if r.returncode:
+            raise SystemExit(f"error: {key} not readable from {src['git']} at {src['commit'][:10]} "
+                             f"({r.stderr.decode(errors='replace').strip()[:120]})")
+        return r.stdout.decode("utf-8")
+    path = Path(src["dir"]) / rest
+    if not path.is_file():
+        raise SystemExit(f"error: {path} not found (the CUDA toolkit headers are not on this machine)")
+    return path.read_text(encoding="utf-8")
+
+
+def predicted_cfamily(key: str, text: str, labels: dict) -> tuple[set, set, set]:
+    """({(unit, pattern)} the chunks carry, {(unit, pattern)} the labels imply, {every unit}): a unit is a code chunk,
+    named by its line range; a labelled range marks every chunk whose code lines (not blank, not only a comment) it
+    overlaps."""
+    chunks = [c for c in chunk_text(text, key, Path(key).suffix) if not c.region]
+    units = {f"{c.start_line}-{c.end_line}": c for c in chunks}
+    pred = {(u, name) for u, c in units.items() for name in c.patterns}
+    lines, blanked = text.splitlines(), blank_comments_and_literals(text).splitlines()
+    code = {i for i, (line, rest) in enumerate(zip(lines, blanked), 1)  # not blank, not only a comment
+            if rest.strip() or line.lstrip().startswith("#") or '"' in line}
+    truth = {(u, name) for name, ranges in labels.items() for a, b in ranges
+             for u, c in units.items() if any(i in code for i in range(max(a, c.start_line), min(b, c.end_line) + 1))}
+    return pred, truth, set(units)
+
+
+def score(files: list[str], labels: dict, root: Path, errors: list | None = None, sources: dict | None = None) -> dict:
     counts = {name: {"tp": 0, "fp": 0, "fn": 0} for name in PATTERNS}
     for f in files:
-        pred, units = predicted(root / f)
-        truth = {(u, name) for name, us in labels[f].items() for u in us}
+        if sources:  # C-family labels: line ranges over chunks
+            pred, truth, units = predicted_cfamily(f, read_cfamily(f, sources), labels[f])
+        else:
+            pred, units = predicted(root / f)
+            truth = {(u, name) for name, us in labels[f].items() for u in us}
         unknown = {u for u, _ in truth} - units
         if unknown:
             raise SystemExit(f"{f}: labelled units not in the file: {sorted(unknown)}")
@@ -133,36 +179,8 @@ def _fmt(x) -> str:
     return "  -  " if x is None else f"{x:.2f}"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--labels", action="append", help="a label file (repeatable; default: both in bench/)")
-    ap.add_argument("--root", default=str(DEFAULT_ROOT), help="the foreign kernel-code folder")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--errors", choices=("tuning", "reporting"), help="list the false positives and negatives")
-    ap.add_argument("--split", choices=("tuning", "reporting"),
-                    help="score only these files (choose rules on tuning; quote reporting once, at the end)")
-    args = ap.parse_args()
-    root = Path(args.root)
-    if not root.is_dir():
-        print(f"error: {root} not found (the sample corpora are not on this machine)", file=sys.stderr)
-        return 2
-    doc = load_labels(args.labels or [str(ROOT / "bench" / name)
-                                       for name in ("patterns_labelled.json", "patterns_labelled_b.json")])
-    if args.errors:
-        errors: list = []
-        score(doc[args.errors], doc["labels"], root, errors)
-        for kind, name, f, unit in sorted(errors, key=lambda e: (e[1], e[0])):
-            print(f"{kind} {name:<20} {f}  {unit}")
-        return 0
-    splits = (args.split,) if args.split else ("tuning", "reporting", "all")
-    report = {split: score(doc[split], doc["labels"], root) for split in splits if split != "all"}
-    if "all" in splits:
-        report["all"] = score(doc["tuning"] + doc["reporting"], doc["labels"], root)
-    report["chunks"] = chunk_figures(root)
-    if args.json:
-        print(json.dumps(report, indent=1))
-        return 0
-    print(f"{len(doc['tuning'])} tuning files, {len(doc['reporting'])} reporting files; P / R (tp fp fn) per pattern")
+def print_table(report: dict, splits: tuple, header: str) -> None:
+    print(header)
     print(f"{'pattern':<20}" + "".join(f" {s:>22}" for s in splits))
     names = [n for n in list(PATTERNS) + ["(micro)"] if any(n in report[s] for s in splits)]
     for n in names:
@@ -171,11 +189,66 @@ def main() -> int:
             r = report[s].get(n)
             cells.append(f"{_fmt(r['precision'])}/{_fmt(r['recall'])} ({r['tp']} {r['fp']} {r['fn']})" if r else "")
         print(f"{n:<20}" + "".join(f" {c:>22}" for c in cells))
-    c = report["chunks"]
-    print(f"\nforeign code ({c['files']} files): {c['chunks']} chunks, max {c['max']}, p95 {c['p95']}, mean {c['mean']} "
-          f"chars, {c['under_300']} under 300; code chunks with no pattern: {c['no_pattern']:.1%}")
-    return 0
 
+
+def run_split(doc: dict, splits: tuple, root: Path, sources: dict | None = None) -> dict:
+    report = {split: score(doc[split], doc["labels"], root, sources=sources) for split in splits if split != "all"}
+    if "all" in splits:
+        report["all"] = score(doc["tuning"] + doc["reporting"], doc["labels"], root, sources=sources)
+    return report
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--labels", action="append", help="a label file (repeatable; default: both in bench/)")
+    ap.add_argument("--cuda-labels", default=str(ROOT / "bench" / "patterns_labelled_cuda.json"),
+                    help="the C/C++/CUDA label file")
+    ap.add_argument("--set", choices=("python", "cuda"), help="score one language family only (default: both)")
+    ap.add_argument("--root", default=str(DEFAULT_ROOT), help="the foreign kernel-code folder")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--errors", choices=("tuning", "reporting"), help="list the false positives and negatives")
+    ap.add_argument("--split", choices=("tuning", "reporting"),
+                    help="score only these files (choose rules on tuning; quote reporting once, at the end)")
+    args = ap.parse_args()
+    root = Path(args.root)
+    python, cuda = args.set in (None, "python"), args.set in (None, "cuda")
+    if python and not root.is_dir():
+        print(f"error: {root} not found (the sample corpora are not on this machine)", file=sys.stderr)
+        return 2
+    doc = load_labels(args.labels or [str(ROOT / "bench" / name)
+                                       for name in ("patterns_labelled.json", "patterns_labelled_b.json")])
+    cdoc = json.loads(Path(args.cuda_labels).read_text()) if cuda else None
+    if args.errors:
+        errors: list = []
+        if python:
+            score(doc[args.errors], doc["labels"], root, errors)
+        if cuda:
+            score(cdoc[args.errors], cdoc["labels"], root, errors, cdoc["sources"])
+        for kind, name, f, unit in sorted(errors, key=lambda e: (e[1], e[0])):
+            print(f"{kind} {name:<20} {f}  {unit}")
+        return 0
+    splits = (args.split,) if args.split else ("tuning", "reporting", "all")
+    report = run_split(doc, splits, root) if python else {}
+    if python:
+        report["chunks"] = chunk_figures(root)
+    if cuda:
+        report["cuda"] = run_split(cdoc, splits, root, cdoc["sources"])
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    if python:
+        print_table(report, splits, f"{len(doc['tuning'])} tuning files, {len(doc['reporting'])} reporting files; "
+                                    f"P / R (tp fp fn) per pattern")
+        c = report["chunks"]
+        print(f"\nforeign code ({c['files']} files): {c['chunks']} chunks, max {c['max']}, p95 {c['p95']}, "
+              f"mean {c['mean']} chars, {c['under_300']} under 300; code chunks with no pattern: {c['no_pattern']:.1%}")
+    if cuda:
+        if python:
+            print()
+        print_table(report["cuda"], splits, f"C/C++/CUDA ({Path(args.cuda_labels).name}): {len(cdoc['tuning'])} tuning "
+                                            f"files, {len(cdoc['reporting'])} reporting files; P / R (tp fp fn) per "
+                                            f"pattern, units are code chunks")
+    return 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,7 +1,8 @@
 """Kernel-code patterns: the names `brain snippets` retrieves by, and how code gets them.
 
-Marker convention (explicit, preferred): a comment line `# pattern: NAME[, NAME ...]` opens a region just
-before the code it describes and `# end pattern` closes the innermost open region. An unclosed region ends
+Marker convention (explicit, preferred): a comment line `# pattern: NAME[, NAME ...]` (`// pattern: ...` in C, C++
+and CUDA) opens a region just before the code it describes and `# end pattern` (`// end pattern`) closes the
+innermost open region. An unclosed region ends
 where the block it was opened in ends (the first later line indented less than the marker) or where the
 next marker at the same indentation opens a sibling region.
 
@@ -9,11 +10,14 @@ Detection (automatic, where no marker is written) reads the AST, not the words: 
 call targets (`cute.copy`, `tmem.relinquish_alloc_permit`), keyword arguments (`tma_bar_ptr=`, `cluster=`),
 `if` tests on a warp index, the PTX in `llvm.inline_asm` strings, bit operations and, for a few patterns, the
 names of the definitions that implement them. `find_hits` returns (pattern, line) pairs for a module; a
-code chunk carries every pattern with a hit among its lines. `bench/pattern_bench.py` measures each rule.
+code chunk carries every pattern with a hit among its lines. C, C++ and CUDA have no AST here: `find_c_hits` reads
+the code with comments and literals blanked (calls, intrinsics, CUTLASS / CuTe types) and the PTX in asm strings.
+`bench/pattern_bench.py` measures each rule, for both.
 """
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -21,105 +25,165 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Pattern:
     description: str  # what the pattern is
-    rule: str  # how code is recognised as implementing it, in one line (shown by `brain patterns`)
+    rule: str  # how Python (CuTe DSL) code is recognised as implementing it, in one line (shown by `brain patterns`)
+    c_rule: str = ""  # the same for C, C++ and CUDA (find_c_hits), in one line; empty: not detected there
 
 
 PATTERNS: dict[str, Pattern] = {
     "pipeline-setup": Pattern(
         "creating producer/consumer pipelines, their barriers and stage counts",
         "calls Pipeline*.create, CooperativeGroup, pipeline_init_arrive/wait, make_and_init_*pipeline; calls or "
-        "defines *compute_stages*; self.*_stage(s) = <int>"),
+        "defines *compute_stages*; self.*_stage(s) = <int>",
+        c_rule="a Pipeline's ::Params or pipeline_params.x = ..., a pipeline constructed, Pipeline<N> stages, "
+               "make_producer_start_state, OrderedSequenceBarrier<...>"),
     "tma-load": Pattern(
         "TMA bulk tensor loads global -> shared memory",
         "cute.copy with tma_bar_ptr= or mcast_mask=; CopyBulkTensorTileG2S*Op, make_tiled_tma_atom_A/B, "
-        "prefetch_descriptor, create_tma_multicast_mask, tma_partition of an operand atom"),
+        "prefetch_descriptor, create_tma_multicast_mask, tma_partition of an operand atom",
+        c_rule="cp.async.bulk(.tensor) ...shared::*.global / .prefetch PTX, prefetch.tensormap; SM90_TMA_LOAD* / "
+               "SM100_TMA_2SM_LOAD* atoms, copy(x.with(...)), tma_partition / get_tma_tensor / "
+               "prefetch_tma_descriptor (not of a store), create_tma_multicast_mask"),
     "tma-store": Pattern(
         "TMA stores shared -> global memory",
         "Copy(Reduce)BulkTensorTileS2G*Op; cute.copy or tma_partition of an atom made from an S2G op in the module "
-        "(else: cute.copy of a TMA atom without tma_bar_ptr=, tma_partition of a C/D/epilogue atom); tma_store_fence"),
+        "(else: cute.copy of a TMA atom without tma_bar_ptr=, tma_partition of a C/D/epilogue atom); tma_store_fence",
+        c_rule="cp(.reduce).async.bulk(.tensor) ...global.shared:: PTX, cp.async.bulk.commit/wait_group; "
+               "SM90_TMA_STORE* / TMA_REDUCE* atoms, tma_store_arrive/wait/fence, copy(tma_store..., ...), "
+               "tma_partition / get_tma_tensor of a store"),
     "s2t-copy": Pattern(
         "copying scale factors shared memory -> tensor memory (tcgen05.cp, UTCCP)",
-        "make_s2t_copy, get_s2t_smem_desc_tensor, tcgen05 Cp*Op, cute.copy of an *s2t* tiled copy"),
+        "make_s2t_copy, get_s2t_smem_desc_tensor, tcgen05 Cp*Op, cute.copy of an *s2t* tiled copy",
+        c_rule="tcgen05.cp PTX; SM100_UTCCP_* atoms"),
     "tmem-alloc": Pattern(
         "allocating and releasing tensor memory columns",
         "TmemAllocator, alloc_tmem/dealloc_tmem, relinquish_tmem_alloc_permit, retrieve_tmem_ptr, *tmem_alloc_cols "
         "called or assigned; "
-        "allocate/wait_for_alloc/retrieve_ptr/relinquish_alloc_permit/free on a tmem object"),
+        "allocate/wait_for_alloc/retrieve_ptr/relinquish_alloc_permit/free on a tmem object",
+        c_rule="tcgen05.alloc/dealloc/relinquish_alloc_permit PTX; TMEM::Allocator* / TmemAllocator* (aliases and "
+               "objects too), allocate/free on a tmem object, release_allocation_lock()"),
     "mma-mainloop": Pattern(
         "the K loop issuing tensor-core MMAs (tcgen05 / wgmma / mma.sync)",
-        "cute.gemm(...) calls; warpgroup commit_group/wait_group"),
+        "cute.gemm(...) calls; warpgroup commit_group/wait_group",
+        c_rule="wgmma.* / tcgen05.mma / mma.sync PTX; gemm(<mma>, ...), warpgroup_arrive/commit_batch/wait<N>, "
+               "<mainloop>.mma(...), the definition of an MMA atom (struct SM90_64x128x16_*, SM100_MMA_*)"),
     "epilogue": Pattern(
         "reading accumulators (tensor memory or registers), converting and storing C",
         "get_tmem_load_op (the output tile's TMEM load), get_smem_store_op, make_tiled_copy_C/D, StMatrix ops; calls "
-        "named epi_* / epilog* / epilogue, definitions with an epi/epilog token (not is_/has_/can_/check_ predicates)"),
+        "named epi_* / epilog* / epilogue, definitions with an epi/epilog token (not is_/has_/can_/check_ predicates)",
+        c_rule="make_tmem_copy, SM100_TMEM_LOAD*, make_tiled_copy_C, axpby(...), calls on an epilogue object (not "
+               "is_/has_/can_ predicates)"),
     "warp-dispatch": Pattern(
         "giving warps roles (TMA producer, MMA issuer, epilogue) by warp index",
-        "an if/elif whose test compares a warp or warp-group index (warp_idx, warp_group_idx, warp_idx())"),
+        "an if/elif whose test compares a warp or warp-group index (warp_idx, warp_group_idx, warp_idx())",
+        c_rule="an if/switch whose condition compares a warp or warp-group index or role (warp_idx, "
+               "warp_group_role, WarpGroupRole::), or tests a flag set from one"),
     "tile-scheduler": Pattern(
         "persistent tile scheduling across CTAs",
         "*TileScheduler* / *tile_scheduler* calls; initial_work_tile_info, get_current_work, advance_to_next_work, "
-        "fetch_next_work, get_grid_shape called or defined; definitions named *work_tile*"),
+        "fetch_next_work, get_grid_shape called or defined; definitions named *work_tile*",
+        c_rule="struct *TileScheduler*, TileScheduler::f(...) or a TileScheduler object, calls on a scheduler "
+               "object, "
+               "initial_work_tile_info/get_current_work/advance_to_next_work/fetch_next_work/get_block_coord, "
+               "work_tile.is_valid()"),
     "tensormap": Pattern(
         "TMA descriptors (tensormaps) created or updated in memory, per group",
         "TensorMapManager, init_tensormap_from_atom, update_tensormap, fence_tensormap_*, get_tensormap_ptr, "
-        "cute.copy with tma_desc_ptr=; definitions named *tensormap*"),
+        "cute.copy with tma_desc_ptr=; definitions named *tensormap*",
+        c_rule="tensormap.replace / tensormap.cp_fenceproxy / fence.proxy.tensormap PTX; cuTensorMapEncode*, "
+               "tma_descriptor_replace*/fence*, tensormaps_*(...)"),
     "scale-factor-layout": Pattern(
         "block-scale factor layouts: permuted 32x4x4 atoms, smem/tmem SF layouts",
         "layout calls whose name holds an SF token (sf, sfa, sfb, SF, scale_factor) and layout/shape/atom/fragment; "
         "definitions with an SF token and tensor/cvt too; the 'blocked' scale layout; an SF-named target (sfa_*, sSFA) "
-        "assigned a made layout (not a register tensor); a (..., 32, 4, 4) shape"),
+        "assigned a made layout (not a register tensor); a (..., 32, 4, 4) shape",
+        c_rule="tile_atom_to_shape_SFA/SFB, deduce_layoutSFA/SFB, Sm1xxBlkScaledConfig"),
     "fp4-decode": Pattern(
         "decoding packed narrow values (e2m1/int4 nibbles, e4m3/e8m0/int8 bytes) to wider types",
         "cvt PTX from a narrow source type; & 0xF nibble masks (not packing); a narrow type's value table; calls or "
         "definitions named dequant*/unpack_int*/<narrow>..._to_<wide>/<narrow>_decode/decode_* (not of a tile, token or "
-        "kernel), narrow-type LUT builders"),
+        "kernel), narrow-type LUT builders",
+        c_rule="cvt PTX from a narrow source type (cvt.rn.f16x2.e2m1x2); __nv_cvt_fp4/fp6/fp8/e8m0*_to_*(...), "
+               "NumericConverter<wide, narrow>, & 0xF nibble masks (not packing)"),
     "smem-layout": Pattern(
         "shared-memory layouts, swizzles and stage buffers",
         "make_smem_layout*, *smem_layout_atom, make_swizzle, make_composed_layout, SmemAllocator, allocate_tensor, "
         "get_tensor(swizzle=), @cute.struct storage or cute.struct(cls) (not only sized), smem.allocate(...), "
-        "sX_layout = make_layout(...)"),
+        "sX_layout = make_layout(...)",
+        c_rule="Swizzle<B,M,S>, GMMA/UMMA Layout_*_Atom, tile_to_(mma_)shape, make_smem_ptr, smem_selector, "
+               "ArrayEngine/array_aligned buffers, struct *SharedStorage / TensorStorage, auto sX = "
+               "make_layout(...)"),
     "register-realloc": Pattern(
         "moving registers between warpgroups (setmaxnreg)",
-        "setmaxregister_increase/decrease, setmaxnreg, warpgroup_reg_alloc/dealloc, setmaxnreg PTX"),
+        "setmaxregister_increase/decrease, setmaxnreg, warpgroup_reg_alloc/dealloc, setmaxnreg PTX",
+        c_rule="setmaxnreg PTX; warpgroup_reg_alloc/dealloc<N>"),
     "cluster-launch": Pattern(
         "launching on thread-block clusters: the cluster shape, its layout, active clusters",
-        ".launch(cluster=...), get_max_active_clusters, make_layout of a cluster shape"),
+        ".launch(cluster=...), get_max_active_clusters, make_layout of a cluster shape",
+        c_rule="__cluster_dims__, cudaLaunchAttribute(Preferred)ClusterDimension, NonPortableClusterSizeAllowed, "
+               "cudaOccupancyMaxActiveClusters / max_active_clusters, ClusterLauncher, launch_kernel_on_cluster, "
+               "dim3 *cluster*(...), *cluster_dims, make_layout of a cluster shape"),
     "cluster-reduction": Pattern(
         "combining partial results across the CTAs of a cluster through distributed shared memory",
-        "PTX on shared::cluster (mapa, st.async) in inline asm; map_dsmem*, *shared_remote* calls"),
+        "PTX on shared::cluster (mapa, st.async) in inline asm; map_dsmem*, *shared_remote* calls",
+        c_rule="mapa / st.async / ld, st, red, atom .shared::cluster / cp.async.bulk.shared::cluster.shared::cta "
+               "PTX (not a remote mbarrier arrive); store_shared_remote, map_dsmem*"),
     "predication": Pattern(
         "masking out-of-bounds elements with predicates",
-        "cute.elem_less; any call with a pred= keyword"),
+        "cute.elem_less; any call with a pred= keyword",
+        c_rule="elem_less, make_identity_tensor, CuTe copy_if (not the iterator algorithm), *_ZFILL copies, "
+               "cp_async_zfill; PTX cp.async / ld.global / st.global under a @p guard"),
     "pdl": Pattern(
         "programmatic dependent launch: overlapping a kernel with the one before it",
-        "griddepcontrol_wait / griddepcontrol_launch_dependents; use_pdl= at launch; griddepcontrol PTX"),
+        "griddepcontrol_wait / griddepcontrol_launch_dependents; use_pdl= at launch; griddepcontrol PTX",
+        c_rule="griddepcontrol PTX; cudaGridDependencySynchronize, cudaTriggerProgrammaticLaunchCompletion, "
+               "launch_dependent_grids / wait_on_dependent_grids, cudaLaunchAttributeProgrammatic*"),
     "rasterization": Pattern(
         "ordering CTAs / tiles for L2 reuse (raster order, swizzle size)",
         "a raster or swizzle-size argument passed to a scheduler or grid call; an if on a raster setting or comparing "
-        "the tile counts along M and N"),
+        "the tile counts along M and N",
+        c_rule="RasterOrder*, raster_order*, max/log_swizzle_size, *ThreadblockSwizzle*"),
     "online-softmax": Pattern(
         "softmax over K blocks with a running row max and sum, rescaling the output (flash attention)",
         "exp/exp2 of a difference with a max; a running row max / row sum / correction factor computed on (operand of "
-        "arithmetic, max/reduce/exp/log/rcp/fma argument, += target), not only passed or stored"),
+        "arithmetic, max/reduce/exp/log/rcp/fma argument, += target), not only passed or stored",
+        c_rule="exp/exp2/expf of a difference with a max (exp2f(s - row_max))"),
     "warp-reduction": Pattern(
         "reductions across the lanes of a warp or quad with shuffles",
-        "shuffle_sync*, warp_reduction*, redux_sync, calls of a *warp_reduce* helper, shfl PTX"),
+        "shuffle_sync*, warp_reduction*, redux_sync, calls of a *warp_reduce* helper, shfl PTX",
+        c_rule="shfl.sync / redux.sync PTX; __shfl_*_sync, __reduce_*_sync (not in decltype), cub "
+               "ShuffleDown/Up/Index, WarpReduce(...).Reduce/Sum"),
     "mbarrier-wait": Pattern(
         "direct mbarrier synchronization: init, expected transaction bytes, phase waits",
-        "cute.arch.mbarrier_* calls (init, arrive, expect_tx, wait, try_wait); mbarrier PTX"),
+        "cute.arch.mbarrier_* calls (init, arrive, expect_tx, wait, try_wait); mbarrier PTX",
+        c_rule="mbarrier.init/arrive/expect_tx/try_wait/test_wait, fence.mbarrier_init, tcgen05.commit "
+               "...mbarrier::arrive PTX; ClusterBarrier / ClusterTransactionBarrier calls (or an alias's or "
+               "object's), initialize_barrier, set_barrier_transaction_bytes, wait_barrier, arrive_and_expect_tx, "
+               "umma_arrive, *barrier.init(...)"),
     "cp-async": Pattern(
         "Ampere-style asynchronous global -> shared copies (cp.async) and their commit/wait groups",
-        "cpasync.CopyG2SOp, cute.copy of a copy made from it, cp_async_commit_group/wait_group, cp.async PTX"),
+        "cpasync.CopyG2SOp, cute.copy of a copy made from it, cp_async_commit_group/wait_group, cp.async PTX",
+        c_rule="cp.async.ca/cg/commit_group/wait_group/wait_all/mbarrier PTX; SM80_CP_ASYNC* atoms, "
+               "cp_async<N>(...), cp_async_fence/wait, __pipeline_memcpy_async/commit/wait_prior, memcpy_async"),
     "named-barrier": Pattern(
         "named hardware barriers syncing a group of warps, and ordered (ping-pong) hand-offs",
         "pipeline.NamedBarrier, PipelineOrder, arrive/wait/sync on a *barrier / *_bar object (or *_barrier_N), "
-        "barrier(barrier_id=...), sync(barrier_id=...)"),
+        "barrier(barrier_id=...), sync(barrier_id=...)",
+        c_rule="bar.sync/arrive, barrier.sync/arrive with a barrier id (not 0) in PTX; NamedBarrier, "
+               "OrderedSequenceBarrier, their aliases and the calls on their objects, a ReservedNamedBarriers "
+               "parameter"),
     "clc-work-stealing": Pattern(
         "cluster launch control: persistent CTAs that steal the next tile from the hardware",
-        "PipelineClcFetchAsync, ClcDynamic* scheduler calls, calls on a clc_* object, clusterlaunchcontrol PTX"),
+        "PipelineClcFetchAsync, ClcDynamic* scheduler calls, calls on a clc_* object, clusterlaunchcontrol PTX",
+        c_rule="clusterlaunchcontrol PTX; any clc / CLC / Clc identifier (CLCResponse, requires_clc_query)"),
     "tma-gather": Pattern(
         "TMA gather: loading rows picked by an index list with one TMA instruction",
-        "a TMA gather op or call (*gather4*, *TmaGather*, *tma_gather* called, not passed as a flag)"),
+        "a TMA gather op or call (*gather4*, *TmaGather*, *tma_gather* called, not passed as a flag)",
+        c_rule="gather4 PTX; *GATHER4* / *TmaGather* / *tma_gather* names"),
+    "ldmatrix": Pattern(
+        "warp-wide 8x8 matrix loads / stores between shared memory and registers (ldmatrix, stmatrix)",
+        "not detected in Python",
+        c_rule="ldmatrix / stmatrix / movmatrix PTX; SM75_*_LDSM_N/T and SM90_*_STSM_N/T atoms, "
+               "copy_ldsm/stsm(...)"),
     "control-flow": Pattern(
         "scoping rules: compile-time (const_expr, range_constexpr) vs runtime if/for, variables defined before "
         "runtime control flow",
@@ -490,8 +554,155 @@ def find_hits(tree: ast.AST) -> list[tuple[str, int]]:
     return sorted(set(f.hits), key=lambda h: (h[1], h[0]))
 
 
-_MARK_OPEN = re.compile(r"^(\s*)#\s*pattern:\s*(.+?)\s*$")
-_MARK_CLOSE = re.compile(r"^\s*#\s*end pattern\b")
+# ---- C, C++ and CUDA ------------------------------------------------------------------------------------------
+# No parser: the rules read the code with comments, string literals and preprocessor lines blanked (cfamily's
+# scanner), so a word in a comment, a string or a macro name is never a hit, and the PTX inside an asm statement's
+# strings, which is code here. Each rule names calls, intrinsics, CUTLASS / CuTe types or PTX instructions.
+_CMP = r"(?:==|!=|<=?|>=?)"
+_C_NARROW = r"e2m1|e4m3|e5m2|e2m3|e3m2|ue8m0|s4|u4"
+_C_CODE = [  # (pattern, words one of which any match holds (lower case; None: no filter), regex over the blanked
+    # code); a hit is the line where the match starts
+    ("pipeline-setup", ('pipeline', 'orderedsequencebarrier', 'make_producer_start_state'), r"Pipeline\w*::Params\b|pipeline_params\.\w+\s*=|\bmake_producer_start_state\s*<"
+                       r"|Pipeline\w*\s*<\s*\d|Pipeline\s+\w*pipeline\w*\s*\(|\bOrderedSequenceBarrier\s*<"),
+    ("tma-load", ('tma', '.with'), r"\bSM\d+_TMA(?:_2SM)?_LOAD\w*|\bcopy\s*\(\s*[\w.:\->]*\.with\s*\(|\bcreate_tma_multicast_mask\b"
+                 r"|\btma_partition\s*\(\s*(?![\w.]*store)|\b(?!\w*store)[\w.]*\.get_tma_tensor\s*\("
+                 r"|\bprefetch_tma_descriptors?\s*\((?![^;]*store)"),
+    ("tma-store", ('tma',), r"\bSM\d+_TMA_(?:STORE|REDUCE)\w*|\btma_store_(?:arrive|wait|fence)\s*[<(]"
+                  r"|\bcopy\s*\(\s*(?:[\w.]*\.)?tma_store\w*\s*,|\btma_partition\s*\(\s*[\w.]*store"
+                  r"|\b[\w.]*store\w*\.get_tma_tensor\s*\(|\bprefetch_tma_descriptors?\s*\([^;]*store"),
+    ("s2t-copy", ('utccp',), r"\bSM100_UTCCP_\w+"),
+    ("tmem-alloc", ('tmem', 'release_allocation_lock'), r"\bTMEM::Allocator\w*|\bTmemAllocator\w*|tmem\w*\.(?:allocate|free)\s*\("
+                   r"|\brelease_allocation_lock\s*\("),
+    ("mma-mainloop", ("mma", "warpgroup_", "mxf") + tuple(f"x{d}" for d in range(10)), r"\bgemm\s*\(\s*\w*mma\w*\s*,|\bwarpgroup_(?:arrive|commit_batch|fence_operand)\s*\("
+                     r"|\bwarpgroup_wait\s*<|mainloop\w*\.mma(?:_tail)?\s*\(|\bstruct\s+SM\d+_\w*(?:MMA|MXF\d|\d+x\d+x\d+)\w*"),
+    ("epilogue", ('tmem', 'tiled_copy_c', 'axpby', 'epilogue'), r"\bmake_tmem_copy\s*\(|\bSM100_TMEM_LOAD\w*|\bmake_tiled_copy_C\s*\(|\baxpby\s*\("
+                 r"|epilogue\w*\.(?!is_|has_|can_)\w+\s*\("),
+    ("tile-scheduler", ('scheduler', 'work'), r"\bstruct\s+\w*TileScheduler\w*|TileScheduler::(?:template\s+)?\w+\s*[(<]"
+                       r"|\bTileScheduler\s+\w+\s*[{(]|\btile_scheduler\b|(?<![.\w])\w*scheduler\.\w+\s*\("
+                       r"|\b(?:initial_work_tile_info|get_current_work|advance_to_next_work|fetch_next_work"
+                       r"|get_block_coord)\s*\(|\bwork_tile\w*\.is_valid\s*\("),
+    ("tensormap", ('tensormap', 'tma_descriptor_'), r"\bcuTensorMapEncode\w*\s*\(|\btma_descriptor_(?:replace\w*|cp_fence\w*|fence\w*)\s*\("
+                  r"|\btensormaps_\w+\s*\("),
+    ("scale-factor-layout", ('_sf', 'blkscaled', 'layoutsf'), r"\btile_atom_to_shape_SF[AB]\b|\bdeduce_layoutS?F[AB]\w*|\bSm1xxBlkScaledConfig\b"),
+    ("fp4-decode", ('__nv_cvt_', 'numericconverter', '0xf', '0x0f'), rf"\b__nv_cvt_(?:fp4|fp6|fp8|e8m0)\w*_to_\w+\s*\(|\bNumericConverter\s*<\s*[\w:]+\s*,\s*[\w:]*"
+                   rf"(?:float_(?:{_C_NARROW})\w*|int4b_t|uint4b_t)\s*[,>]|&\s*0x0?[fF]U?\b(?!\s*\)\s*<<\s*4)"),
+    ("smem-layout", ('swizzle', 'layout_', 'tile_to_', 'smem', 'arrayengine', 'array_aligned', 'storage', 'auto'), r"\bSwizzle\s*<\s*\d|\bLayout_(?:K|MN)_\w+_Atom\b|\btile_to_(?:mma_)?shape\s*\(|\bmake_smem_ptr\s*\("
+                    r"|\bsmem_selector\w*|\bArrayEngine\s*<|\barray_aligned\s*<|\bstruct\s+\w*(?:Shared|Tensor)Storage\b"
+                    r"|\bauto\s+s[A-Z]\w*\s*=\s*(?:make_layout|tile_to_shape)\s*\("),
+    ("register-realloc", ('warpgroup_reg_',), r"\bwarpgroup_reg_(?:alloc|dealloc)\s*<"),
+    ("cluster-launch", ('cluster',), r"\b__cluster_dims__\s*\(|\bcudaLaunchAttribute(?:Preferred)?ClusterDimension\b"
+                       r"|\bcudaFuncAttribute(?:NonPortableClusterSizeAllowed|RequiredCluster\w*)\b"
+                       r"|\bcudaOccupancyMaxActiveClusters\b|\bmax_active_clusters\b|\bClusterLaunch(?:er|Params)\b"
+                       r"|\blaunch_kernel_on_cluster\s*\(|\bdim3[ \t]+\w*[cC]luster\w*[ \t]*[({](?![^;{}]*(?:&|\bconst\b|\)\s*\{))"
+                       r"|\bmake_layout\s*\(\s*\w*cluster_shape|cluster_shape\s*=\s*make_shape\s*\(|cluster_dims\b(?!\s*\()"),
+    ("cluster-reduction", ('store_shared_remote', 'map_dsmem'), r"\bstore_shared_remote\s*\(|\bmap_dsmem\w*\s*\("),
+    ("predication", ('elem_less', 'copy_if', 'identity_tensor', '_zfill'), r"\belem_less\s*\(|\bcopy_if\s*\((?![^;]*\b(?:first|last|policy|exec)\b)|\bmake_identity_tensor\s*\(|\b\w+_ZFILL\b"
+                    r"|\bcp_async_zfill\s*(?:<[^;{}]*?>)?\s*\("),
+    ("pdl", ('griddependency', 'programmatic', 'dependent_grids'), r"\bcudaGridDependencySynchronize\s*\(|\bcudaTriggerProgrammaticLaunchCompletion\s*\("
+            r"|\b(?:launch_dependent_grids|wait_on_dependent_grids)\s*\(|\bcudaLaunchAttributeProgrammatic\w+"),
+    ("rasterization", ('raster', 'swizzle_size', 'threadblockswizzle'), r"\bRasterOrder\w*|\braster_order\w*|\b(?:max|log)_swizzle_size\w*|ThreadblockSwizzle"),
+    ("online-softmax", ('exp',), r"\b(?:__)?(?:exp2?f?|expf|exp2f)\s*\(\s*[^;()]*(?:\([^;()]*\)[^;()]*)*-\s*[\w.\[\]]*max\w*"),
+    ("warp-reduction", ('_sync', 'shuffle', 'warpreduce'), r"(?<!decltype\()\b__(?:shfl(?:_xor|_down|_up)?|reduce_(?:add|min|max|and|or|xor))_sync\s*\("
+                       r"|\bShuffle(?:Down|Up|Index)\s*<|WarpReduce\w*\s*\([^;{}]*?\)\s*\.\s*(?:template\s+)?"
+                       r"(?:Reduce|Sum|\w*Segmented\w*)\b"),
+    ("mbarrier-wait", ('barrier', 'umma_arrive', 'expect_tx', 'transaction'), r"\bCluster(?:Transaction)?Barrier::\w+|\b(?:initialize_barrier\w*|set_barrier_transaction_bytes"
+                      r"|wait_barrier|arrive_barrier|fence_barrier_init|umma_arrive\w*|arrive_and_expect_tx|expect_transaction"
+                      r"|complete_transaction)\s*[<(]"
+                      r"|barriers?(?:\[[^\]]*\])?\.init\s*\("),
+    ("cp-async", ('cp_async', 'memcpy_async', '__pipeline_'), r"\bSM80_CP_ASYNC\w*|\bcp_async(?:_zfill|_nan)?\s*(?:<[^;{}]*?>)?\s*\(|\bcp_async_(?:fence|wait)\s*[<(]"
+                 r"|\b__pipeline_(?:memcpy_async|commit|wait_prior)\s*\(|\bmemcpy_async\s*\("),
+    ("named-barrier", ('namedbarrier', 'orderedsequencebarrier'), r"\bNamedBarrier\b|\bOrderedSequenceBarrier\b|\bReservedNamedBarriers\s+\w+\s*[,)]"),
+    ("clc-work-stealing", ('clc',), r"clc|CLC|Clc"),
+    ("tma-gather", ('gather4', 'tmagather', 'tma_gather'), r"GATHER4|gather4|TmaGather|tma_gather"),
+    ("ldmatrix", ('ldsm', 'stsm'), r"\bSM\d+_\w+_(?:LDSM|STSM)_[NT]\b|\bcopy_(?:ldsm|stsm)\w*\s*\("),
+]
+_C_PTX = [  # (pattern, regex over one string of an asm statement, regex that rules the whole statement out)
+    ("tma-load", r"cp\.async\.bulk\.(?:tensor\.)?\S*shared::\w+\.global|cp\.async\.bulk\.prefetch|prefetch\.tensormap",
+     None),
+    ("tma-store", r"cp\.(?:reduce\.)?async\.bulk\.(?:tensor\.)?\S*global\.shared::|cp\.async\.bulk\.(?:commit|wait)_group",
+     None),
+    ("tma-gather", r"gather4", None),
+    ("s2t-copy", r"tcgen05\.cp\b", None),
+    ("tmem-alloc", r"tcgen05\.(?:alloc|dealloc|relinquish_alloc_permit)", None),
+    ("mma-mainloop", r"wgmma\.|tcgen05\.mma|\bmma\.sync|\bmma\.sp", None),
+    ("tensormap", r"tensormap\.(?:replace|cp_fenceproxy)|fence\.proxy\.tensormap", None),
+    ("fp4-decode", rf"cvt(?:\.\w+)*\.(?:{_C_NARROW})(?:x\d)?\s", None),
+    ("register-realloc", r"setmaxnreg", None),
+    ("cluster-reduction", r"\bmapa\b|st\.async|\b(?:ld|st|red|atom)(?:\.\w+)*\.shared::cluster"
+                          r"|cp\.async\.bulk\.shared::cluster\.shared::cta", r"mbarrier\."),  # a remote arrive is no reduction
+    ("predication", r"@!?%*\w+\s+(?:cp\.async|ld\.global|st\.global)", None),
+    ("pdl", r"griddepcontrol", None),
+    ("warp-reduction", r"shfl\.sync|redux\.sync", None),
+    ("mbarrier-wait", r"mbarrier\.(?:init|arrive|expect_tx|try_wait|test_wait|complete_tx|inval)|mbarrier_init"
+                      r"|mbarrier::arrive", None),
+    ("cp-async", r"cp\.async\.(?:ca|cg|commit_group|wait_group|wait_all|mbarrier)\b", None),
+    ("named-barrier", r"\bbar(?:rier)?\.(?:sync|arrive|red)(?:\.\w+)*\s+(?!0\s*[;,])", None),
+    ("clc-work-stealing", r"clusterlaunchcontrol", None),
+    ("ldmatrix", r"\b(?:ldmatrix|stmatrix|movmatrix)\b", None),
+]
+_C_CODE_RX = [(name, keys, re.compile(rx)) for name, keys, rx in _C_CODE]
+_C_PTX_RX = [(name, re.compile(rx), re.compile(skip) if skip else None) for name, rx, skip in _C_PTX]
+_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b(?:\s+(?:volatile|__volatile__))?\s*\(")
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_IF = re.compile(r"\b(?:if|switch)\s*(?:constexpr\s*)?\(")
+_WARP_ROLE = (r"\b(?:warp_idx|warp_id|warp_group_idx|warpgroup_idx|wg_idx|warp_idx_in_\w+|\w*warp_group_role"
+              r"|\w*warp_role)\b|\bcanonical_warp_(?:group_)?idx\w*\s*\(\s*\)")
+_WARP_TEST = re.compile(rf"(?:{_WARP_ROLE})\s*{_CMP}|{_CMP}\s*(?:{_WARP_ROLE})|\b\w*(?:WarpGroupRole|WarpRole)::")
+_WARP_FLAG = re.compile(rf"\b(\w+)\s*=\s*\(?\s*(?:threadIdx\.x\s*/\s*(?:32|NumThreadsPerWarp)|{_WARP_ROLE})\s*==")
+_C_TYPES = [  # (pattern, words as in _C_CODE, a type): its aliases (`using ProducerBar = ClusterTransactionBarrier;`)
+    # count as the type, and so do the calls on an object declared with either (`OrderBarrier b(...); b.arrive();`)
+    ("mbarrier-wait", ("clusterbarrier", "clustertransactionbarrier"), r"Cluster(?:Transaction)?Barrier"),
+    ("named-barrier", ("namedbarrier", "orderedsequencebarrier"), r"NamedBarrier|OrderedSequenceBarrier"),
+    ("tmem-alloc", ("tmem::allocator",), r"TMEM::Allocator\w*"),
+]
+_C_TYPE_RX = [(name, keys, rf"\b(?:\w+::)*(?:{rx})\b(?:\s*<[^;{{}}]*?>)?") for name, keys, rx in _C_TYPES]
+
+
+def _closing(code: str, i: int) -> int:
+    """The index just past the parenthesis that closes the one opened before `i`."""
+    depth = 1
+    while i < len(code) and depth:
+        depth += {"(": 1, ")": -1}.get(code[i], 0)
+        i += 1
+    return i
+
+
+def find_c_hits(text: str, code: str) -> list[tuple[str, int]]:
+    """(pattern, line) for every place in a C, C++ or CUDA source that implements a pattern, in line order. `code`
+    is `text` with comments, string literals and preprocessor lines blanked, every line and column kept."""
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def line(offset: int) -> int:
+        return bisect.bisect_right(starts, offset)
+
+    lower = code.lower()  # a rule runs only on a file that holds one of its words: most files hold none
+    hits = {(name, line(m.start())) for name, keys, rx in _C_CODE_RX if keys is None or any(k in lower for k in keys)
+            for m in rx.finditer(code)}
+    for name, keys, typ in _C_TYPE_RX:
+        if not any(k in lower for k in keys):
+            continue
+        aliases = re.findall(rf"\busing\s+(\w+)\s*=\s*(?:typename\s+)?{typ}[^;]*;", code)
+        kinds = "|".join([typ] + [rf"\b{a}\b" for a in aliases])
+        objects = re.findall(rf"(?:{kinds})\s*&?\s+(\w+)\s*[({{;=]", code)
+        uses = [rf"\b(?:{'|'.join(aliases)})(?:::\w+\s*\(|::Params\b|\s+\w+\s*[({{])"] if aliases else []
+        uses += [rf"(?<![.\w])(?:{'|'.join(objects)})\.\w+\s*\("] if objects else []
+        hits |= {(name, line(m.start())) for rx in uses for m in re.finditer(rx, code)}
+    flags = _WARP_FLAG.findall(code)  # bool elect_one_warp = (threadIdx.x / 32 == 0); if (elect_one_warp) ...
+    for m in _IF.finditer(code):
+        cond = code[m.end():_closing(code, m.end()) - 1]
+        if _WARP_TEST.search(cond) or flags and re.search(rf"\b(?:{'|'.join(flags)})\b", cond):
+            hits.add(("warp-dispatch", line(m.start())))
+    for m in _ASM.finditer(code):  # the PTX of an asm statement: its string literals, read from the original text
+        strings = list(_STRING.finditer(text, m.end(), _closing(code, m.end())))
+        ptx = " ".join(s.group(1) for s in strings)
+        for name, rx, skip in _C_PTX_RX:
+            if not (skip and skip.search(ptx)):
+                hits |= {(name, line(s.start())) for s in strings if rx.search(s.group(1))}
+    return sorted(hits, key=lambda h: (h[1], h[0]))
+
+
+_MARK_OPEN = re.compile(r"^(\s*)(?:#|//)\s*pattern:\s*(.+?)\s*$")  # `# pattern:` in Python, `// pattern:` in C
+_MARK_CLOSE = re.compile(r"^\s*(?:#|//)\s*end pattern\b")
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 from brain.chunking import chunk_file
 from brain.chunking.python import chunk_python
 from brain.config import PROJECT_ROOT
-from brain.patterns import PATTERNS, find_hits
+from brain.patterns import PATTERNS, find_c_hits, find_hits
 
 FOREIGN = Path("/work/shared/sample-corpora/kernel-code")
 
@@ -192,3 +192,136 @@ def test_a_cp_async_copy_is_known_by_the_op_that_made_its_atom():
     hits = find_hits(ast.parse(src))
     assert ("cp-async", 4) in hits  # the copy itself, made two assignments away from the op
     assert ("cp-async", 5) not in hits  # a thread slice of the copy is not a copy made from the op
+
+
+# ---- C, C++ and CUDA ------------------------------------------------------------------------------------------
+def c_detected(src: str) -> set[str]:
+    from brain.chunking.cfamily import blank_comments_and_literals
+    src = textwrap.dedent(src)
+    return {name for name, _ in find_c_hits(src, blank_comments_and_literals(src))}
+
+
+def test_every_c_rule_is_one_line_and_names_a_known_pattern():
+    for name, p in PATTERNS.items():
+        assert "\n" not in p.c_rule, name
+    assert all(p.c_rule for name, p in PATTERNS.items() if name != "control-flow")
+    assert PATTERNS["ldmatrix"].c_rule and "not detected" in PATTERNS["ldmatrix"].rule  # a C-only name
+
+
+@pytest.mark.parametrize("src, name", [
+    ('asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}],'
+     ' [%2];" :: "r"(smem), "l"(desc), "r"(bar), "r"(c0), "r"(c1));', "tma-load"),
+    ("Copy_Atom tma_a = make_tma_atom(SM90_TMA_LOAD{}, mA, sA, make_shape(bM, bK));", "tma-load"),
+    ("copy(tma_a.with(producer_mbar[pipe]), tAgA(_, k), tAsA(_, pipe));", "tma-load"),
+    ('asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" :: "l"(d), "r"(s));',
+     "tma-store"),
+    ("tma_store_arrive();\ntma_store_wait<0>();", "tma-store"),
+    ('asm volatile("mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;" :: "r"(addr), "r"(phase));',
+     "mbarrier-wait"),
+    ("using ProducerBar = cutlass::arch::ClusterTransactionBarrier;\nProducerBar::wait(&bar[s], phase);",
+     "mbarrier-wait"),
+    ('asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0}, %1, %2, p;" : "+f"(d) : "l"(a), "l"(b));',
+     "mma-mainloop"),
+    ("warpgroup_arrive();\ngemm(tiled_mma, tCrA(_, _, _, s), tCrB(_, _, _, s), tCrC);\nwarpgroup_commit_batch();",
+     "mma-mainloop"),
+    ('asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" :: "r"(dst), "r"(cols));',
+     "tmem-alloc"),
+    ("tmem_allocator.free(shared_storage.tmem_base_ptr, 512);", "tmem-alloc"),
+    ('asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(g));', "cp-async"),
+    ("__pipeline_memcpy_async(dst, src, 16);\n__pipeline_commit();", "cp-async"),
+    ("v += __shfl_xor_sync(0xffffffff, v, offset);", "warp-reduction"),
+    ("T total = WarpReduce(temp_storage.warp_reduce[warp_id])\n    .Sum(thread_value);", "warp-reduction"),
+    ("cutlass::arch::warpgroup_reg_alloc<232>();", "register-realloc"),
+    ("__global__ void __cluster_dims__(2, 1, 1) kernel(float* x) {}", "cluster-launch"),
+    ("attr[0].id = cudaLaunchAttributeClusterDimension;\ncudaLaunchKernelEx(&config, kernel, x);", "cluster-launch"),
+    ('asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n));', "named-barrier"),
+    ("cutlass::arch::NamedBarrier::sync(256, 1);", "named-barrier"),
+    ("cudaGridDependencySynchronize();", "pdl"),
+    ('asm volatile("griddepcontrol.launch_dependents;");', "pdl"),
+    ('asm volatile("ldmatrix.sync.aligned.x4.m8n8.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c),'
+     ' "=r"(d) : "r"(p));', "ldmatrix"),
+    ("Copy_Atom<SM75_U32x4_LDSM_N, half_t> s2r_atom_A;", "ldmatrix"),
+    ('asm("cvt.rn.f16x2.e2m1x2 %0, %1;" : "=r"(out) : "h"(packed));', "fp4-decode"),
+    ("__half2_raw h = __nv_cvt_fp4x2_to_halfraw2(x, __NV_E2M1);", "fp4-decode"),
+    ("if (warp_group_role == WarpGroupRole::Producer) {\n  load();\n}", "warp-dispatch"),
+    ("if (warp_idx == 0) { produce(); }", "warp-dispatch"),
+    ("Tensor P = lazy::transform(C, [&](auto c) { return elem_less(c, shape_S); });", "predication"),
+    ("float p = exp2f(s[i] - row_max);", "online-softmax"),
+    ("auto sA = tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{}, make_shape(bM, bK, bP));", "smem-layout"),
+    ("work_tile_info = scheduler.get_current_work();", "tile-scheduler"),
+    ('asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;" :: "l"(d), "l"(p));',
+     "tensormap"),
+    ('asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];" :: "r"(a), "r"(v),'
+     ' "r"(b));', "cluster-reduction"),
+    ('asm volatile("tcgen05.cp.cta_group::1.128x256b [%0], %1;" :: "r"(t), "l"(d));', "s2t-copy"),
+    ('asm volatile("clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 [%0], [%1];"'
+     ' :: "r"(r), "r"(b));', "clc-work-stealing"),
+    ("args.raster_order = RasterOrderOptions::AlongN;", "rasterization"),
+])
+def test_each_c_rule_fires_on_the_code_that_defines_it(src, name):
+    assert name in c_detected(f"__device__ void f() {{\n{src}\n}}\n"), src
+
+
+@pytest.mark.parametrize("src, name", [
+    ("int tma_load_bytes = 4096;  // bytes per stage", "tma-load"),  # a variable named after the pattern
+    ("// issue the wgmma.mma_async for this k-block, then cp.async the next tile", "mma-mainloop"),  # a comment
+    ("/* mbarrier.try_wait spins here */ int x = 0;", "mbarrier-wait"),
+    ('printf("cp.async.cg.shared.global %d\\n", n);', "cp-async"),  # a string that is not an asm statement
+    ('static_assert(sizeof(T) == 16, "cp.async needs 16 bytes");', "cp-async"),
+    ("#define USE_SETMAXNREG warpgroup_reg_alloc<232>()", "register-realloc"),  # a preprocessor line
+    ("template <class T> struct has_add : decltype(__reduce_add_sync(0xFFFFFFFF, T{})) {};", "warp-reduction"),
+    ("out = thrust::copy_if(policy, first, last, result, pred);", "predication"),  # stream compaction, not a mask
+    ('asm volatile("bar.sync 0;");', "named-barrier"),  # __syncthreads, not a named barrier
+    ('asm("cvt.rn.satfinite.e2m1x2.f32 %0, %2, %1;" : "=h"(s) : "f"(a), "f"(b));', "fp4-decode"),  # encoding
+    ('asm volatile("tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale [%0], %1, %2, %3, [%4], [%5], p;" :: "r"(t),'
+     ' "l"(a), "l"(b), "r"(i), "r"(sa), "r"(sb));', "fp4-decode"),  # an MMA on fp4, no decode
+    ('asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}],'
+     ' [%2];" :: "r"(s), "l"(d), "r"(b), "r"(x), "r"(y));', "mbarrier-wait"),  # a TMA load completes on a barrier
+    ('asm volatile("mapa.shared::cluster.u32 r, %0, %1;\\nmbarrier.arrive.shared::cluster.b64 _, [r];" :: "r"(a),'
+     ' "r"(c));', "cluster-reduction"),  # a remote arrive, not a reduction
+    ("CUTE_DEVICE dim3 cluster_shape() { return {1, 1, 1}; }", "cluster-launch"),  # reading the shape, no launch
+    ("int warp = threadIdx.x / 32;\nif (lane == 0) { out[warp] = v; }", "warp-dispatch"),  # a lane test
+    ("dim3 grid = TileScheduler::Params{}.grid;\nusing Scheduler = TileScheduler;", "tile-scheduler"),
+])
+def test_c_rules_do_not_fire_on_look_alikes(src, name):
+    assert name not in c_detected(f"__device__ void f() {{\n{src}\n}}\n"), src
+
+
+def test_c_chunks_carry_the_patterns_hit_on_their_lines_and_marked_regions_are_snippets():
+    from brain.chunking import chunk_text
+    body = "\n".join(f"  acc[{i}] = fmaf(a[{i}], b[{i}], acc[{i}]);  // unrolled step {i}" for i in range(60))
+    src = ("#include <cuda.h>\n\n__global__ void reduce(float* out, const float* a, const float* b) {\n"
+           "  float acc[60];\n" + body + "\n  float v = acc[0];\n  // pattern: warp-reduction\n"
+           "  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffff, v, o);\n  // end pattern\n"
+           "  out[threadIdx.x] = v;\n}\n")
+    chunks = chunk_text(src, "k/reduce.cu", ".cu")
+    code = [c for c in chunks if not c.region]
+    assert len(code) >= 2  # the kernel is cut; only the piece holding the shuffle carries the pattern
+    shfl = src.splitlines().index(next(line for line in src.splitlines() if "__shfl_xor_sync" in line)) + 1
+    for c in code:
+        assert ("warp-reduction" in c.patterns) == (c.start_line <= shfl <= c.end_line), (c.start_line, c.end_line)
+    [region] = [c for c in chunks if c.region]
+    assert region.patterns == ["warp-reduction"] and "__shfl_xor_sync" in region.text
+    assert region.section.endswith("[warp-reduction]") and region.language == "cuda"
+
+
+def test_a_class_opening_line_joined_to_its_first_chunk_keeps_its_pattern():
+    from brain.chunking import chunk_text
+    methods = "\n".join(f"  static int m{i}(int x) {{ return x * {i} + {i} * {i} - {i} / 3 + {i} % 5; }}"
+                        for i in range(60))
+    src = f"template <class T>\nstruct SM90_64x128x16_F32F16F16_SS {{\n{methods}\n}};\n"  # an MMA atom's definition
+    chunks = chunk_text(src, "mma.hpp", ".hpp")
+    assert len(chunks) > 1 and chunks[0].start_line == 1  # too large for one chunk: the opening joins the first
+    assert chunks[0].patterns == ["mma-mainloop"] and all(not c.patterns for c in chunks[1:])
+
+
+MIRROR = Path("/work/.mirror/NVIDIA+cutlass/repo")
+
+
+@pytest.mark.skipif(not MIRROR.is_dir() or not Path("/usr/local/cuda-13.0/include/cccl").is_dir(),
+                    reason="the CUTLASS mirror or the CUDA toolkit headers are not on this machine")
+def test_bench_precision_and_recall_on_the_labelled_cuda_files():
+    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "bench" / "pattern_bench.py"), "--set", "cuda", "--json",
+                          "--split", "tuning"], capture_output=True, text=True, check=True).stdout
+    micro = json.loads(out)["cuda"]["tuning"]["(micro)"]
+    assert micro["precision"] >= 0.95 and micro["recall"] >= 0.9, micro

@@ -7,7 +7,8 @@ above it. Namespace and `extern "C"` bodies are read as top level with their nam
 members of a class too large for one chunk; a function too large is cut between its statements (cut_span).
 Small neighbours are packed together up to PACK_TARGET. As for Python, the chunk text is exactly its source lines
 and the context (the file's path words, the enclosing namespaces and class, the unit's signature) travels
-outside it; the embedding reads the comments and the identifiers' words, as it does for Python code.
+outside it; the embedding reads the comments and the identifiers' words, as it does for Python code. Each chunk
+carries the patterns brain.patterns.find_c_hits finds on its lines; `// pattern: NAME` regions are snippet chunks.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import PurePosixPath
 
 from brain.chunking import HARD_MAX, PACK_MIN, SECTION_SEP, Chunk, cut_span
 from brain.chunking.python import PACK_TARGET, CodeChunk, identifier_words, prose_and_words
+from brain.patterns import find_c_hits, find_regions, patterns_in
 from brain.taxonomy import detect_tags
 
 SUFFIXES = {".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
@@ -104,7 +106,9 @@ class _Builder:
     def __init__(self, text: str, source: str):
         self.source = source
         self.lines = text.splitlines()
-        self.code = blank_comments_and_literals(text).splitlines()
+        code = blank_comments_and_literals(text)
+        self.hits = find_c_hits(text, code)  # (pattern, line): a chunk carries the patterns implemented on its lines
+        self.code = code.splitlines()
         self.code += [""] * (len(self.lines) - len(self.code))
         self.language = SUFFIXES.get(PurePosixPath(source).suffix.lower(), "cpp")
         self.name = PurePosixPath(source).name
@@ -215,6 +219,7 @@ class _Builder:
         start, end = self.trim(start, end)
         chunk.start_line, chunk.end_line = start, end
         chunk.text = "\n".join(self.lines[start - 1:end])
+        chunk.patterns = patterns_in(self.hits, start, end)
 
     def priority(self, line: int) -> int:
         """How good a cut just before `line` is: after a statement or a block, at a blank or comment line."""
@@ -270,7 +275,24 @@ class _Builder:
         context = SECTION_SEP.join([self.file_words, *scope] + ([signature] if signature else []))
         self.chunks.append(CFamilyChunk(
             text=text, source=self.source, start_line=start, end_line=end, section=section, kind="code",
-            language=self.language, tags=detect_tags(section, text), title=self.name, context=context))
+            language=self.language, tags=detect_tags(section, text), title=self.name, context=context,
+            patterns=patterns_in(self.hits, start, end)))
+
+    def regions(self) -> None:
+        """Regions marked `// pattern: NAME` become snippet chunks of their own, as in Python."""
+        for region in find_regions(self.lines):
+            enclosing = next((c.section for c in self.chunks if not c.region and c.start_line <= region.start
+                              <= c.end_line), self.name)
+            names = ", ".join(region.names)
+            for a, b in cut_span(region.start, region.end, self.size, self.priority):
+                a, b = self.trim(a, b)
+                text = "\n".join(self.lines[a - 1:b])
+                section = f"{enclosing} [{names}]"
+                self.chunks.append(CFamilyChunk(
+                    text=text, source=self.source, start_line=a, end_line=b, section=section, kind="code",
+                    language=self.language, tags=detect_tags(section, text), title=self.name,
+                    context=f"{self.file_words}{SECTION_SEP}{enclosing}: pattern {names}", patterns=region.names,
+                    region=True))
 
 
 def code_view(text: str) -> str:
@@ -287,4 +309,5 @@ def chunk_cfamily(text: str, source: str) -> list[Chunk]:
     b = _Builder(text, source)
     if b.lines:
         b.walk(1, len(b.lines), [])
+        b.regions()
     return b.chunks
