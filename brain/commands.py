@@ -263,4 +263,6 @@ def cmd_patterns(args, settings: Settings) -> int:
         print(f"{r['pattern']:<{width}}  {r['snippets']:>4}  {r['description']}")
         if r["rule"]:
             print(f"{'':<{width}}        rule: {r['rule']}")
+        if r["c_rule"]:
+            print(f"{'':<{width}}        C/C++/CUDA: {r['c_rule']}")
     return 0

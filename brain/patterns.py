@@ -565,7 +565,7 @@ _C_CODE = [  # (pattern, words one of which any match holds (lower case; None: n
     ("pipeline-setup", ('pipeline', 'orderedsequencebarrier', 'make_producer_start_state'), r"Pipeline\w*::Params\b|pipeline_params\.\w+\s*=|\bmake_producer_start_state\s*<"
                        r"|Pipeline\w*\s*<\s*\d|Pipeline\s+\w*pipeline\w*\s*\(|\bOrderedSequenceBarrier\s*<"),
     ("tma-load", ('tma', '.with'), r"\bSM\d+_TMA(?:_2SM)?_LOAD\w*|\bcopy\s*\(\s*[\w.:\->]*\.with\s*\(|\bcreate_tma_multicast_mask\b"
-                 r"|\btma_partition\s*\(\s*(?![\w.]*store)|\b(?!\w*store)[\w.]*\.get_tma_tensor\s*\("
+                 r"|\btma_partition\s*\(\s*(?![\w.]*store)|(?<![\w.])(?![\w.]*store)[\w.]*\.get_tma_tensor\s*\("
                  r"|\bprefetch_tma_descriptors?\s*\((?![^;]*store)"),
     ("tma-store", ('tma',), r"\bSM\d+_TMA_(?:STORE|REDUCE)\w*|\btma_store_(?:arrive|wait|fence)\s*[<(]"
                   r"|\bcopy\s*\(\s*(?:[\w.]*\.)?tma_store\w*\s*,|\btma_partition\s*\(\s*[\w.]*store"

@@ -120,10 +120,10 @@ class Brain:
 
     def patterns(self) -> list[dict]:
         counts = Counter(p for meta in self.searcher.snapshot().metas for p in _split(meta["patterns"]))
-        rows = [{"pattern": name, "description": p.description, "rule": p.rule, "snippets": counts.get(name, 0)}
-                for name, p in PATTERNS.items()]
+        rows = [{"pattern": name, "description": p.description, "rule": p.rule, "c_rule": p.c_rule,
+                 "snippets": counts.get(name, 0)} for name, p in PATTERNS.items()]
         rows += [{"pattern": name, "description": "(not a known pattern: check the marker's spelling)", "rule": "",
-                  "snippets": n} for name, n in sorted(counts.items()) if name not in PATTERNS]
+                  "c_rule": "", "snippets": n} for name, n in sorted(counts.items()) if name not in PATTERNS]
         return rows
 
     # ---- sources ------------------------------------------------------------------------------

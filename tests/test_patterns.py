@@ -216,6 +216,7 @@ def test_every_c_rule_is_one_line_and_names_a_known_pattern():
     ('asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" :: "l"(d), "r"(s));',
      "tma-store"),
     ("tma_store_arrive();\ntma_store_wait<0>();", "tma-store"),
+    ("Tensor mO = params.tma_store_o.get_tma_tensor(shape_O);", "tma-store"),
     ('asm volatile("mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;" :: "r"(addr), "r"(phase));',
      "mbarrier-wait"),
     ("using ProducerBar = cutlass::arch::ClusterTransactionBarrier;\nProducerBar::wait(&bar[s], phase);",
@@ -282,6 +283,7 @@ def test_each_c_rule_fires_on_the_code_that_defines_it(src, name):
     ("CUTE_DEVICE dim3 cluster_shape() { return {1, 1, 1}; }", "cluster-launch"),  # reading the shape, no launch
     ("int warp = threadIdx.x / 32;\nif (lane == 0) { out[warp] = v; }", "warp-dispatch"),  # a lane test
     ("dim3 grid = TileScheduler::Params{}.grid;\nusing Scheduler = TileScheduler;", "tile-scheduler"),
+    ("Tensor mO = params.tma_store_o.get_tma_tensor(shape_O);", "tma-load"),  # the store's coordinate tensor
 ])
 def test_c_rules_do_not_fire_on_look_alikes(src, name):
     assert name not in c_detected(f"__device__ void f() {{\n{src}\n}}\n"), src
@@ -325,3 +327,21 @@ def test_bench_precision_and_recall_on_the_labelled_cuda_files():
                           "--split", "tuning"], capture_output=True, text=True, check=True).stdout
     micro = json.loads(out)["cuda"]["tuning"]["(micro)"]
     assert micro["precision"] >= 0.95 and micro["recall"] >= 0.9, micro
+
+
+def test_brain_patterns_prints_the_c_rule_under_the_python_rule(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from brain import commands
+    from brain.service import Brain
+    snapshot = SimpleNamespace(metas=[{"patterns": "tma-load,ldmatrix"}, {"patterns": "tma-load"}])
+    fake = SimpleNamespace(searcher=SimpleNamespace(snapshot=lambda: snapshot))
+    rows = Brain.patterns(fake)
+    monkeypatch.setattr(commands, "open_index", lambda settings: SimpleNamespace(patterns=lambda: rows))
+    assert commands.cmd_patterns(SimpleNamespace(json=False), None) == 0
+    out = capsys.readouterr().out.splitlines()
+    i = next(i for i, line in enumerate(out) if line.startswith("tma-load "))
+    assert " 2 " in out[i] and out[i + 1].strip().startswith("rule: cute.copy")
+    assert out[i + 2].strip().startswith("C/C++/CUDA: cp.async.bulk")
+    [ld] = [r for r in rows if r["pattern"] == "ldmatrix"]
+    assert ld["snippets"] == 1 and ld["c_rule"]
