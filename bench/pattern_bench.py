@@ -96,6 +96,17 @@ def read_cfamily(key: str, sources: dict) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def load_cuda_labels(path: str) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: cannot read labels {path}: {e}")
+
+
+def cuda_sources_present(sources: dict) -> bool:
+    return all(Path(src.get("git") or src["dir"]).is_dir() for src in sources.values())
+
+
 def predicted_cfamily(key: str, text: str, labels: dict) -> tuple[set, set, set]:
     """({(unit, pattern)} the chunks carry, {(unit, pattern)} the labels imply, {every unit}): a unit is a code chunk,
     named by its line range; a labelled range marks every chunk whose code lines (not blank, not only a comment) it
@@ -217,7 +228,11 @@ def main() -> int:
         return 2
     doc = load_labels(args.labels or [str(ROOT / "bench" / name)
                                        for name in ("patterns_labelled.json", "patterns_labelled_b.json")])
-    cdoc = json.loads(Path(args.cuda_labels).read_text()) if cuda else None
+    cdoc = load_cuda_labels(args.cuda_labels) if cuda else None
+    if cuda and args.set is None and not cuda_sources_present(cdoc["sources"]):
+        print("note: the CUTLASS mirror or the CUDA headers are not on this machine: C/C++/CUDA not scored",
+              file=sys.stderr)
+        cuda = False
     if args.errors:
         errors: list = []
         if python:

@@ -560,67 +560,92 @@ def find_hits(tree: ast.AST) -> list[tuple[str, int]]:
 # strings, which is code here. Each rule names calls, intrinsics, CUTLASS / CuTe types or PTX instructions.
 _CMP = r"(?:==|!=|<=?|>=?)"
 _C_NARROW = r"e2m1|e4m3|e5m2|e2m3|e3m2|ue8m0|s4|u4"
-_C_CODE = [  # (pattern, words one of which any match holds (lower case; None: no filter), regex over the blanked
-    # code); a hit is the line where the match starts
-    ("pipeline-setup", ('pipeline', 'orderedsequencebarrier', 'make_producer_start_state'), r"Pipeline\w*::Params\b|pipeline_params\.\w+\s*=|\bmake_producer_start_state\s*<"
-                       r"|Pipeline\w*\s*<\s*\d|Pipeline\s+\w*pipeline\w*\s*\(|\bOrderedSequenceBarrier\s*<"),
-    ("tma-load", ('tma', '.with'), r"\bSM\d+_TMA(?:_2SM)?_LOAD\w*|\bcopy\s*\(\s*[\w.:\->]*\.with\s*\(|\bcreate_tma_multicast_mask\b"
-                 r"|\btma_partition\s*\(\s*(?![\w.]*store)|(?<![\w.])(?![\w.]*store)[\w.]*\.get_tma_tensor\s*\("
-                 r"|\bprefetch_tma_descriptors?\s*\((?![^;]*store)"),
-    ("tma-store", ('tma',), r"\bSM\d+_TMA_(?:STORE|REDUCE)\w*|\btma_store_(?:arrive|wait|fence)\s*[<(]"
-                  r"|\bcopy\s*\(\s*(?:[\w.]*\.)?tma_store\w*\s*,|\btma_partition\s*\(\s*[\w.]*store"
-                  r"|\b[\w.]*store\w*\.get_tma_tensor\s*\(|\bprefetch_tma_descriptors?\s*\([^;]*store"),
-    ("s2t-copy", ('utccp',), r"\bSM100_UTCCP_\w+"),
-    ("tmem-alloc", ('tmem', 'release_allocation_lock'), r"\bTMEM::Allocator\w*|\bTmemAllocator\w*|tmem\w*\.(?:allocate|free)\s*\("
-                   r"|\brelease_allocation_lock\s*\("),
-    ("mma-mainloop", ("mma", "warpgroup_", "mxf") + tuple(f"x{d}" for d in range(10)), r"\bgemm\s*\(\s*\w*mma\w*\s*,|\bwarpgroup_(?:arrive|commit_batch|fence_operand)\s*\("
-                     r"|\bwarpgroup_wait\s*<|mainloop\w*\.mma(?:_tail)?\s*\(|\bstruct\s+SM\d+_\w*(?:MMA|MXF\d|\d+x\d+x\d+)\w*"),
-    ("epilogue", ('tmem', 'tiled_copy_c', 'axpby', 'epilogue'), r"\bmake_tmem_copy\s*\(|\bSM100_TMEM_LOAD\w*|\bmake_tiled_copy_C\s*\(|\baxpby\s*\("
-                 r"|epilogue\w*\.(?!is_|has_|can_)\w+\s*\("),
-    ("tile-scheduler", ('scheduler', 'work'), r"\bstruct\s+\w*TileScheduler\w*|TileScheduler::(?:template\s+)?\w+\s*[(<]"
-                       r"|\bTileScheduler\s+\w+\s*[{(]|\btile_scheduler\b|(?<![.\w])\w*scheduler\.\w+\s*\("
-                       r"|\b(?:initial_work_tile_info|get_current_work|advance_to_next_work|fetch_next_work"
-                       r"|get_block_coord)\s*\(|\bwork_tile\w*\.is_valid\s*\("),
-    ("tensormap", ('tensormap', 'tma_descriptor_'), r"\bcuTensorMapEncode\w*\s*\(|\btma_descriptor_(?:replace\w*|cp_fence\w*|fence\w*)\s*\("
-                  r"|\btensormaps_\w+\s*\("),
-    ("scale-factor-layout", ('_sf', 'blkscaled', 'layoutsf'), r"\btile_atom_to_shape_SF[AB]\b|\bdeduce_layoutS?F[AB]\w*|\bSm1xxBlkScaledConfig\b"),
-    ("fp4-decode", ('__nv_cvt_', 'numericconverter', '0xf', '0x0f'), rf"\b__nv_cvt_(?:fp4|fp6|fp8|e8m0)\w*_to_\w+\s*\(|\bNumericConverter\s*<\s*[\w:]+\s*,\s*[\w:]*"
-                   rf"(?:float_(?:{_C_NARROW})\w*|int4b_t|uint4b_t)\s*[,>]|&\s*0x0?[fF]U?\b(?!\s*\)\s*<<\s*4)"),
-    ("smem-layout", ('swizzle', 'layout_', 'tile_to_', 'smem', 'arrayengine', 'array_aligned', 'storage', 'auto'), r"\bSwizzle\s*<\s*\d|\bLayout_(?:K|MN)_\w+_Atom\b|\btile_to_(?:mma_)?shape\s*\(|\bmake_smem_ptr\s*\("
-                    r"|\bsmem_selector\w*|\bArrayEngine\s*<|\barray_aligned\s*<|\bstruct\s+\w*(?:Shared|Tensor)Storage\b"
-                    r"|\bauto\s+s[A-Z]\w*\s*=\s*(?:make_layout|tile_to_shape)\s*\("),
-    ("register-realloc", ('warpgroup_reg_',), r"\bwarpgroup_reg_(?:alloc|dealloc)\s*<"),
-    ("cluster-launch", ('cluster',), r"\b__cluster_dims__\s*\(|\bcudaLaunchAttribute(?:Preferred)?ClusterDimension\b"
-                       r"|\bcudaFuncAttribute(?:NonPortableClusterSizeAllowed|RequiredCluster\w*)\b"
-                       r"|\bcudaOccupancyMaxActiveClusters\b|\bmax_active_clusters\b|\bClusterLaunch(?:er|Params)\b"
-                       r"|\blaunch_kernel_on_cluster\s*\(|\bdim3[ \t]+\w*[cC]luster\w*[ \t]*[({](?![^;{}]*(?:&|\bconst\b|\)\s*\{))"
-                       r"|\bmake_layout\s*\(\s*\w*cluster_shape|cluster_shape\s*=\s*make_shape\s*\(|cluster_dims\b(?!\s*\()"),
-    ("cluster-reduction", ('store_shared_remote', 'map_dsmem'), r"\bstore_shared_remote\s*\(|\bmap_dsmem\w*\s*\("),
-    ("predication", ('elem_less', 'copy_if', 'identity_tensor', '_zfill'), r"\belem_less\s*\(|\bcopy_if\s*\((?![^;]*\b(?:first|last|policy|exec)\b)|\bmake_identity_tensor\s*\(|\b\w+_ZFILL\b"
-                    r"|\bcp_async_zfill\s*(?:<[^;{}]*?>)?\s*\("),
-    ("pdl", ('griddependency', 'programmatic', 'dependent_grids'), r"\bcudaGridDependencySynchronize\s*\(|\bcudaTriggerProgrammaticLaunchCompletion\s*\("
-            r"|\b(?:launch_dependent_grids|wait_on_dependent_grids)\s*\(|\bcudaLaunchAttributeProgrammatic\w+"),
-    ("rasterization", ('raster', 'swizzle_size', 'threadblockswizzle'), r"\bRasterOrder\w*|\braster_order\w*|\b(?:max|log)_swizzle_size\w*|ThreadblockSwizzle"),
-    ("online-softmax", ('exp',), r"\b(?:__)?(?:exp2?f?|expf|exp2f)\s*\(\s*[^;()]*(?:\([^;()]*\)[^;()]*)*-\s*[\w.\[\]]*max\w*"),
-    ("warp-reduction", ('_sync', 'shuffle', 'warpreduce'), r"(?<!decltype\()\b__(?:shfl(?:_xor|_down|_up)?|reduce_(?:add|min|max|and|or|xor))_sync\s*\("
-                       r"|\bShuffle(?:Down|Up|Index)\s*<|WarpReduce\w*\s*\([^;{}]*?\)\s*\.\s*(?:template\s+)?"
-                       r"(?:Reduce|Sum|\w*Segmented\w*)\b"),
-    ("mbarrier-wait", ('barrier', 'umma_arrive', 'expect_tx', 'transaction'), r"\bCluster(?:Transaction)?Barrier::\w+|\b(?:initialize_barrier\w*|set_barrier_transaction_bytes"
-                      r"|wait_barrier|arrive_barrier|fence_barrier_init|umma_arrive\w*|arrive_and_expect_tx|expect_transaction"
-                      r"|complete_transaction)\s*[<(]"
-                      r"|barriers?(?:\[[^\]]*\])?\.init\s*\("),
-    ("cp-async", ('cp_async', 'memcpy_async', '__pipeline_'), r"\bSM80_CP_ASYNC\w*|\bcp_async(?:_zfill|_nan)?\s*(?:<[^;{}]*?>)?\s*\(|\bcp_async_(?:fence|wait)\s*[<(]"
-                 r"|\b__pipeline_(?:memcpy_async|commit|wait_prior)\s*\(|\bmemcpy_async\s*\("),
-    ("named-barrier", ('namedbarrier', 'orderedsequencebarrier'), r"\bNamedBarrier\b|\bOrderedSequenceBarrier\b|\bReservedNamedBarriers\s+\w+\s*[,)]"),
-    ("clc-work-stealing", ('clc',), r"clc|CLC|Clc"),
-    ("tma-gather", ('gather4', 'tmagather', 'tma_gather'), r"GATHER4|gather4|TmaGather|tma_gather"),
-    ("ldmatrix", ('ldsm', 'stsm'), r"\bSM\d+_\w+_(?:LDSM|STSM)_[NT]\b|\bcopy_(?:ldsm|stsm)\w*\s*\("),
+_C_CODE = [  # (pattern, lower-case words every match holds one of (a file with none skips the rule), regex over
+    # the blanked code); a hit is the line where the match starts
+    ("pipeline-setup", ("pipeline", "orderedsequencebarrier", "make_producer_start_state"),
+     r"Pipeline\w*::Params\b|pipeline_params\.\w+\s*=|\bmake_producer_start_state\s*<|Pipeline\w*\s*<\s*\d"
+     r"|Pipeline\s+\w*pipeline\w*\s*\(|\bOrderedSequenceBarrier\s*<"),
+    ("tma-load", ("tma", ".with"),
+     r"\bSM\d+_TMA(?:_2SM)?_LOAD\w*|\bcopy\s*\(\s*[\w.:\->]*\.with\s*\(|\bcreate_tma_multicast_mask\b"
+     r"|\btma_partition\s*\(\s*(?![\w.]*store)|(?<![\w.])(?![\w.]*store)[\w.]*\.get_tma_tensor\s*\("
+     r"|\bprefetch_tma_descriptors?\s*\((?![^;]*store)"),
+    ("tma-store", ("tma",),
+     r"\bSM\d+_TMA_(?:STORE|REDUCE)\w*|\btma_store_(?:arrive|wait|fence)\s*[<(]"
+     r"|\bcopy\s*\(\s*(?:[\w.]*\.)?tma_store\w*\s*,|\btma_partition\s*\(\s*[\w.]*store"
+     r"|\b[\w.]*store\w*\.get_tma_tensor\s*\(|\bprefetch_tma_descriptors?\s*\([^;]*store"),
+    ("s2t-copy", ("utccp",),
+     r"\bSM100_UTCCP_\w+"),
+    ("tmem-alloc", ("tmem", "release_allocation_lock"),
+     r"\bTMEM::Allocator\w*|\bTmemAllocator\w*|tmem\w*\.(?:allocate|free)\s*\(|\brelease_allocation_lock\s*\("),
+    ("mma-mainloop", ("mma", "warpgroup_", "mxf") + tuple(f"x{d}" for d in range(10)),
+     r"\bgemm\s*\(\s*\w*mma\w*\s*,|\bwarpgroup_(?:arrive|commit_batch|fence_operand)\s*\(|\bwarpgroup_wait\s*<"
+     r"|mainloop\w*\.mma(?:_tail)?\s*\(|\bstruct\s+SM\d+_\w*(?:MMA|MXF\d|\d+x\d+x\d+)\w*"),
+    ("epilogue", ("tmem", "tiled_copy_c", "axpby", "epilogue"),
+     r"\bmake_tmem_copy\s*\(|\bSM100_TMEM_LOAD\w*|\bmake_tiled_copy_C\s*\(|\baxpby\s*\("
+     r"|epilogue\w*\.(?!is_|has_|can_)\w+\s*\("),
+    ("tile-scheduler", ("scheduler", "work"),
+     r"\bstruct\s+\w*TileScheduler\w*|TileScheduler::(?:template\s+)?\w+\s*[(<]|\bTileScheduler\s+\w+\s*[{(]"
+     r"|\btile_scheduler\b|(?<![.\w])\w*scheduler\.\w+\s*\(|\b(?:initial_work_tile_info|get_current_work"
+     r"|advance_to_next_work|fetch_next_work|get_block_coord)\s*\(|\bwork_tile\w*\.is_valid\s*\("),
+    ("tensormap", ("tensormap", "tma_descriptor_"),
+     r"\bcuTensorMapEncode\w*\s*\(|\btma_descriptor_(?:replace\w*|cp_fence\w*|fence\w*)\s*\("
+     r"|\btensormaps_\w+\s*\("),
+    ("scale-factor-layout", ("_sf", "blkscaled", "layoutsf"),
+     r"\btile_atom_to_shape_SF[AB]\b|\bdeduce_layoutS?F[AB]\w*|\bSm1xxBlkScaledConfig\b"),
+    ("fp4-decode", ("__nv_cvt_", "numericconverter", "0xf", "0x0f"),
+     r"\b__nv_cvt_(?:fp4|fp6|fp8|e8m0)\w*_to_\w+\s*\("
+     rf"|\bNumericConverter\s*<\s*[\w:]+\s*,\s*[\w:]*(?:float_(?:{_C_NARROW})\w*"
+     r"|int4b_t|uint4b_t)\s*[,>]|&\s*0x0?[fF]U?\b(?!\s*\)\s*<<\s*4)"),
+    ("smem-layout", ("swizzle", "layout_", "tile_to_", "smem", "arrayengine", "array_aligned", "storage", "auto"),
+     r"\bSwizzle\s*<\s*\d|\bLayout_(?:K|MN)_\w+_Atom\b|\btile_to_(?:mma_)?shape\s*\(|\bmake_smem_ptr\s*\("
+     r"|\bsmem_selector\w*|\bArrayEngine\s*<|\barray_aligned\s*<|\bstruct\s+\w*(?:Shared|Tensor)Storage\b"
+     r"|\bauto\s+s[A-Z]\w*\s*=\s*(?:make_layout|tile_to_shape)\s*\("),
+    ("register-realloc", ("warpgroup_reg_",),
+     r"\bwarpgroup_reg_(?:alloc|dealloc)\s*<"),
+    ("cluster-launch", ("cluster",),
+     r"\b__cluster_dims__\s*\(|\bcudaLaunchAttribute(?:Preferred)?ClusterDimension\b"
+     r"|\bcudaFuncAttribute(?:NonPortableClusterSizeAllowed|RequiredCluster\w*)\b"
+     r"|\bcudaOccupancyMaxActiveClusters\b|\bmax_active_clusters\b|\bClusterLaunch(?:er|Params)\b"
+     r"|\blaunch_kernel_on_cluster\s*\(|\bdim3[ \t]+\w*[cC]luster\w*[ \t]*[({](?![^;{}]*(?:&|\bconst\b"
+     r"|\)\s*\{))|\bmake_layout\s*\(\s*\w*cluster_shape|cluster_shape\s*=\s*make_shape\s*\("
+     r"|cluster_dims\b(?!\s*\()"),
+    ("cluster-reduction", ("store_shared_remote", "map_dsmem"),
+     r"\bstore_shared_remote\s*\(|\bmap_dsmem\w*\s*\("),
+    ("predication", ("elem_less", "copy_if", "identity_tensor", "_zfill"),
+     r"\belem_less\s*\(|\bcopy_if\s*\((?![^;]*\b(?:first|last|policy|exec)\b)|\bmake_identity_tensor\s*\("
+     r"|\b\w+_ZFILL\b|\bcp_async_zfill\s*(?:<[^;{}]*?>)?\s*\("),
+    ("pdl", ("griddependency", "programmatic", "dependent_grids"),
+     r"\bcudaGridDependencySynchronize\s*\(|\bcudaTriggerProgrammaticLaunchCompletion\s*\("
+     r"|\b(?:launch_dependent_grids|wait_on_dependent_grids)\s*\(|\bcudaLaunchAttributeProgrammatic\w+"),
+    ("rasterization", ("raster", "swizzle_size", "threadblockswizzle"),
+     r"\bRasterOrder\w*|\braster_order\w*|\b(?:max|log)_swizzle_size\w*|ThreadblockSwizzle"),
+    ("online-softmax", ("exp",),
+     r"\b(?:__)?(?:exp2?f?|expf|exp2f)\s*\(\s*[^;()]*(?:\([^;()]*\)[^;()]*)*-\s*[\w.\[\]]*max\w*"),
+    ("warp-reduction", ("_sync", "shuffle", "warpreduce"),
+     r"(?<!decltype\()\b__(?:shfl(?:_xor|_down|_up)?|reduce_(?:add|min|max|and|or|xor))_sync\s*\("
+     r"|\bShuffle(?:Down|Up|Index)\s*<|WarpReduce\w*\s*\([^;{}]*?\)\s*\.\s*(?:template\s+)?(?:Reduce|Sum"
+     r"|\w*Segmented\w*)\b"),
+    ("mbarrier-wait", ("barrier", "umma_arrive", "expect_tx", "transaction"),
+     r"\bCluster(?:Transaction)?Barrier::\w+|\b(?:initialize_barrier\w*|set_barrier_transaction_bytes"
+     r"|wait_barrier|arrive_barrier|fence_barrier_init|umma_arrive\w*|arrive_and_expect_tx|expect_transaction"
+     r"|complete_transaction)\s*[<(]|barriers?(?:\[[^\]]*\])?\.init\s*\("),
+    ("cp-async", ("cp_async", "memcpy_async", "__pipeline_"),
+     r"\bSM80_CP_ASYNC\w*|\bcp_async(?:_zfill|_nan)?\s*(?:<[^;{}]*?>)?\s*\(|\bcp_async_(?:fence|wait)\s*[<(]"
+     r"|\b__pipeline_(?:memcpy_async|commit|wait_prior)\s*\(|\bmemcpy_async\s*\("),
+    ("named-barrier", ("namedbarrier", "orderedsequencebarrier"),
+     r"\bNamedBarrier\b|\bOrderedSequenceBarrier\b|\bReservedNamedBarriers\s+\w+\s*[,)]"),
+    ("clc-work-stealing", ("clc",),
+     r"clc|CLC|Clc"),
+    ("tma-gather", ("gather4", "tmagather", "tma_gather"),
+     r"GATHER4|gather4|TmaGather|tma_gather"),
+    ("ldmatrix", ("ldsm", "stsm"),
+     r"\bSM\d+_\w+_(?:LDSM|STSM)_[NT]\b|\bcopy_(?:ldsm|stsm)\w*\s*\("),
 ]
 _C_PTX = [  # (pattern, regex over one string of an asm statement, regex that rules the whole statement out)
     ("tma-load", r"cp\.async\.bulk\.(?:tensor\.)?\S*shared::\w+\.global|cp\.async\.bulk\.prefetch|prefetch\.tensormap",
      None),
-    ("tma-store", r"cp\.(?:reduce\.)?async\.bulk\.(?:tensor\.)?\S*global\.shared::|cp\.async\.bulk\.(?:commit|wait)_group",
-     None),
+    ("tma-store", r"cp\.(?:reduce\.)?async\.bulk\.(?:tensor\.)?\S*global\.shared::"
+                  r"|cp\.async\.bulk\.(?:commit|wait)_group", None),
     ("tma-gather", r"gather4", None),
     ("s2t-copy", r"tcgen05\.cp\b", None),
     ("tmem-alloc", r"tcgen05\.(?:alloc|dealloc|relinquish_alloc_permit)", None),
@@ -629,7 +654,8 @@ _C_PTX = [  # (pattern, regex over one string of an asm statement, regex that ru
     ("fp4-decode", rf"cvt(?:\.\w+)*\.(?:{_C_NARROW})(?:x\d)?\s", None),
     ("register-realloc", r"setmaxnreg", None),
     ("cluster-reduction", r"\bmapa\b|st\.async|\b(?:ld|st|red|atom)(?:\.\w+)*\.shared::cluster"
-                          r"|cp\.async\.bulk\.shared::cluster\.shared::cta", r"mbarrier\."),  # a remote arrive is no reduction
+                          r"|cp\.async\.bulk\.shared::cluster\.shared::cta",
+     r"mbarrier\."),  # mapa to arrive on another CTA's barrier is no reduction
     ("predication", r"@!?%*\w+\s+(?:cp\.async|ld\.global|st\.global)", None),
     ("pdl", r"griddepcontrol", None),
     ("warp-reduction", r"shfl\.sync|redux\.sync", None),
