@@ -10,7 +10,7 @@ import re
 from pathlib import PurePosixPath
 
 from brain.chunking import SECTION_SEP, Chunk
-from brain.chunking.sections import Block, group_sections, merge_small, pack_blocks, section_pieces
+from brain.chunking.sections import Block, group_sections, pack_blocks, section_pieces
 from brain.taxonomy import classify_kind, detect_tags
 from brain.textfix import repair_mojibake
 
@@ -80,8 +80,7 @@ def chunk_markdown(text: str, source: str, title: str | None = None, line_offset
         first_h1 = next((b for b in blocks if b.kind == "heading" and b.level == 1), None)
         title = first_h1.title if first_h1 else PurePosixPath(source).stem
     chunks = []
-    pieces = section_pieces(group_sections(blocks, lines), title, lambda body: pack_blocks(body, lines))
-    for path, start, end in merge_small(list(pieces), lines):
+    for path, start, end in section_pieces(group_sections(blocks, lines), title, lambda body: pack_blocks(body, lines)):
         section = SECTION_SEP.join(path)
         piece = "\n".join(lines[start:end + 1]).strip("\n")
         chunks.append(Chunk(

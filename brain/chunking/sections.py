@@ -120,26 +120,3 @@ def section_pieces(sections: list[Section], title: str,
                 start = min(x for x in (start, carried, heading.start if heading else None) if x is not None)
                 carried = None
             yield path, start, end
-
-
-SMALL_PIECE = 300  # a piece under this many characters joins its neighbour under the same parent heading
-
-
-def merge_small(pieces: list[tuple[list[str], int, int]], lines: list[str], small: int | None = None
-                ) -> list[tuple[list[str], int, int]]:
-    """Join a piece under `small` characters to its neighbour when both sit under one parent heading (siblings,
-    or a section and its first subsection) and the two fit in MAX_CHARS; the joined piece is filed under the
-    parent's path."""
-    small = SMALL_PIECE if small is None else small
-    out: list[tuple[list[str], int, int]] = []
-    for path, start, end in pieces:
-        if out and small:
-            p, s, e = out[-1]
-            related = p[:-1] == path[:-1] or path[:len(p)] == p
-            if related and (_span_size(lines, s, e) < small or _span_size(lines, start, end) < small) \
-                    and _span_size(lines, s, end) <= MAX_CHARS:
-                n = next((i for i, (a, b) in enumerate(zip(p, path)) if a != b), min(len(p), len(path)))
-                out[-1] = (p[:n], s, end)
-                continue
-        out.append((path, start, end))
-    return out
