@@ -1,4 +1,4 @@
-"""Choose the lexical field weight, the thesaurus expansion weight, the module-docstring weight and the hybrid
+"""Choose bm25's k1 and b, the thesaurus expansion weight, the module-docstring weight and the hybrid
 fusion on TUNE halves only, then print the chosen configuration's figures on the REPORT halves (brain/evaluate.py
 states the split rule).
 
@@ -25,12 +25,13 @@ import brain.search as search  # noqa: E402
 import brain.thesaurus as thesaurus  # noqa: E402
 from brain.config import Settings  # noqa: E402
 from brain.evaluate import evaluate, load_questions  # noqa: E402
-from brain.lexical import CONTEXT_WEIGHT, LexicalIndex  # noqa: E402
+from brain.lexical import BM25_B, BM25_K1, CONTEXT_WEIGHT, LexicalIndex  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
-# 2 and 3 won on the tune halves but lost on every report half (--ablate, README): the context field is kept
-# at weight 1 and the sweep no longer varies it
-CONTEXT_WEIGHTS = (1,)
+# Context field weights 2 and 3 won on the tune halves but lost on every report half (--ablate, README): the
+# field is kept at weight 1 and the sweep no longer varies it. bm25 (k1, b): bm25s's default and two milder ones
+# ((0.9, 0.5) wins on the tune halves but not on the report halves: brain/lexical.py keeps the default).
+BM25_PARAMS = ((1.5, 0.75), (1.2, 0.6), (0.9, 0.5))
 EXPANSIONS = (0.0, 0.15)  # 0: thesaurus off (0.3 and 0.5 lost on every tune half in earlier sweeps)
 MODULE_DOC_WEIGHTS = (1.0, 0.85, 0.7)  # 1: module docstrings rank as any chunk
 FUSIONS = ([search.Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0)
@@ -79,11 +80,11 @@ def load_sets(args: list[str]) -> list[tuple[str, list[dict], Brain]]:
     return sets
 
 
-def set_lexical(sets, context_weight: int) -> None:
+def set_lexical(sets, context_weight: int = CONTEXT_WEIGHT, k1: float = BM25_K1, b: float = BM25_B) -> None:
     for brain in {id(b): b for _, _, b in sets}.values():
         brain.searcher._bm25.memo.clear()
         snap = brain.searcher.snapshot()
-        snap.lexical = LexicalIndex.of_chunks(snap.ids, snap.texts, snap.metas, context_weight)
+        snap.lexical = LexicalIndex.of_chunks(snap.ids, snap.texts, snap.metas, context_weight, k1, b)
 
 
 def run(sets, split: str, modes=("hybrid",), fusion=None) -> dict[str, dict]:
@@ -94,6 +95,7 @@ def ablate(sets) -> None:
     """The defaults against each of their parts switched off, on both halves (what each part is worth)."""
     f = search.FUSION
     variants = {"defaults": (CONTEXT_WEIGHT, True, f),
+                "bm25 k1 1.5, b 0.75 (bm25s default)": (CONTEXT_WEIGHT, True, f),
                 "no thesaurus": (CONTEXT_WEIGHT, False, f),
                 "context field weight 3": (3, True, f),
                 "code cosine at full weight": (CONTEXT_WEIGHT, True, replace(f, code_dense=1.0)),
@@ -106,14 +108,14 @@ def ablate(sets) -> None:
     for split in ("tune", "report"):
         print(f"{split} halves: hybrid MRR@10 " + " ".join(f"{name:>12.12}" for name, _, _ in sets))
         for label, (cw, expand, fusion) in variants.items():
-            set_lexical(sets, cw)
+            set_lexical(sets, cw, *((1.5, 0.75) if label.startswith("bm25 k1") else (BM25_K1, BM25_B)))
             search.EXPAND = expand
             search.SECTION_PASSAGE = 0 if label == "no section widening" else passage
             search.MODULE_DOC_WEIGHT = 1.0 if label == "module docstrings at full weight" else doc_weight
             res = run(sets, split, fusion=fusion)
             print(f"  {label:<38}" + " ".join(f"{r['hybrid']['mrr@10']:>12.3f}" for r in res.values())
                   + "  chars@5 " + " ".join(f"{r['hybrid']['mean_chars@5']:.0f}" for r in res.values()), flush=True)
-    set_lexical(sets, CONTEXT_WEIGHT)
+    set_lexical(sets)
     search.EXPAND = True
     search.SECTION_PASSAGE = passage
     search.MODULE_DOC_WEIGHT = doc_weight
@@ -127,12 +129,12 @@ def main() -> None:
         ablate(load_sets(args[1:]))
         return
     sets = load_sets(args)
-    print(f"current defaults: context weight {CONTEXT_WEIGHT}, expansion "
+    print(f"current defaults: bm25 k1 {BM25_K1:g} b {BM25_B:g}, expansion "
           f"{thesaurus.EXPANSION_WEIGHT if search.EXPAND else 'off'}, fusion {search.FUSION.name}, "
           f"module docstrings x{search.MODULE_DOC_WEIGHT}", flush=True)
     rows = []
-    for cw, ew in itertools.product(CONTEXT_WEIGHTS, EXPANSIONS):
-        set_lexical(sets, cw)
+    for bm, ew in itertools.product(BM25_PARAMS, EXPANSIONS):
+        set_lexical(sets, CONTEXT_WEIGHT, *bm)
         search.EXPAND = ew > 0
         thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT
         base = run(sets, "tune", ("bm25", "dense"))
@@ -142,18 +144,20 @@ def main() -> None:
             mrr = sum(h["hybrid"]["mrr@10"] for h in hyb.values()) / len(hyb)
             deficit = sum(max(0.0, max(base[n]["bm25"]["mrr@10"], base[n]["dense"]["mrr@10"]) - hyb[n]["hybrid"]["mrr@10"])
                           for n in hyb)
-            rows.append((mrr, deficit, cw, ew, dw, fusion))
-        best = max(r[0] for r in rows if r[2] == cw and r[3] == ew)
-        print(f"context weight {cw}, expansion {ew}: bm25 tune MRR "
+            rows.append((mrr, deficit, bm, ew, dw, fusion))
+        best = max(r[0] for r in rows if r[2] == bm and r[3] == ew)
+        print(f"bm25 k1 {bm[0]:g} b {bm[1]:g}, expansion {ew}: bm25 tune MRR "
               + " ".join(f"{n} {b['bm25']['mrr@10']:.3f}" for n, b in base.items())
               + f"; best hybrid mean {best:.3f}", flush=True)
     top = max(r[0] for r in rows)
-    # among near-ties: the smallest shortfall against the better single retriever, then the mildest docstring weight
-    mrr, deficit, cw, ew, dw, fusion = min((r for r in rows if r[0] >= top - 0.002), key=lambda r: (r[1], -r[4], -r[0]))
-    print(f"\nchosen on tune halves: context weight {cw}, expansion weight {ew or 'off'}, fusion {fusion.name}, "
+    # among near-ties: the smallest shortfall against the better single retriever, then bm25s's default parameters,
+    # then the mildest docstring weight
+    mrr, deficit, bm, ew, dw, fusion = min((r for r in rows if r[0] >= top - 0.002),
+                                           key=lambda r: (r[1], r[2] != BM25_PARAMS[0], -r[4], -r[0]))
+    print(f"\nchosen on tune halves: bm25 k1 {bm[0]:g} b {bm[1]:g}, expansion weight {ew or 'off'}, fusion {fusion.name}, "
           f"module docstrings x{dw} (mean tune MRR@10 {mrr:.3f}, shortfall against the better single retriever "
           f"{deficit:.3f})")
-    set_lexical(sets, cw)
+    set_lexical(sets, CONTEXT_WEIGHT, *bm)
     search.EXPAND = ew > 0
     thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT
     search.MODULE_DOC_WEIGHT = dw

@@ -84,11 +84,16 @@ def tokenize(text: str) -> list[str]:
 
 CONTEXT_WEIGHT = 1  # the context line's tokens count this many times: 2-3 won on the tune halves but lost on
                     # every report half (bench/fusion_sweep.py --ablate), so the field keeps weight 1
+# bm25 term saturation and length normalisation: bm25s's default. bench/fusion_sweep.py also tries (1.2, 0.6) and
+# (0.9, 0.5), milder on short chunks; (0.9, 0.5) won on the tune halves (mean MRR@10 0.790 -> 0.800, with
+# another fusion) but not on the report halves (mean 0.787 -> 0.786, four sets lower), so the default stays
+# (README "Retrieval").
+BM25_K1, BM25_B = 1.5, 0.75
 INDEX_VERSION = 3  # bump when tokenize() or the document composition changes: a saved index is then rebuilt
 
 
-def _version() -> str:
-    return f"{INDEX_VERSION}/context-weight-{CONTEXT_WEIGHT}"  # a saved index built with another weight is stale
+def _version() -> str:  # a saved index built with another weight or other bm25 parameters is stale
+    return f"{INDEX_VERSION}/context-weight-{CONTEXT_WEIGHT}/k1-{BM25_K1:g}/b-{BM25_B:g}"
 
 
 def document_tokens(text: str, context_weight: int = CONTEXT_WEIGHT) -> list[str]:
@@ -110,18 +115,19 @@ class LexicalIndex:
         self.retriever = retriever
 
     @classmethod
-    def build(cls, ids: list[str], texts: list[str], context_weight: int = CONTEXT_WEIGHT) -> "LexicalIndex":
+    def build(cls, ids: list[str], texts: list[str], context_weight: int = CONTEXT_WEIGHT,
+              k1: float | None = None, b: float | None = None) -> "LexicalIndex":
         if not ids:
             return cls([], None)
-        retriever = bm25s.BM25()
+        retriever = bm25s.BM25(k1=BM25_K1 if k1 is None else k1, b=BM25_B if b is None else b)
         retriever.index([document_tokens(t, context_weight) or ["<empty>"] for t in texts], show_progress=False)
         return cls(list(ids), retriever)
 
     @classmethod
-    def of_chunks(cls, ids: list[str], texts: list[str], metas: list[dict],
-                  context_weight: int = CONTEXT_WEIGHT) -> "LexicalIndex":
+    def of_chunks(cls, ids: list[str], texts: list[str], metas: list[dict], context_weight: int = CONTEXT_WEIGHT,
+                  k1: float | None = None, b: float | None = None) -> "LexicalIndex":
         """The index of stored chunks: each document is the chunk's context line, then its text."""
-        return cls.build(ids, [f"{m['context']}\n{t}" for t, m in zip(texts, metas)], context_weight)
+        return cls.build(ids, [f"{m['context']}\n{t}" for t, m in zip(texts, metas)], context_weight, k1, b)
 
     def known(self, token: str) -> bool:
         return self.retriever is not None and token in self.retriever.vocab_dict
