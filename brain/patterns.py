@@ -684,13 +684,15 @@ _C_TYPES = [  # (pattern, words as in _C_CODE, a type): its aliases (`using Prod
 _C_TYPE_RX = [(name, keys, rf"\b(?:\w+::)*(?:{rx})\b(?:\s*<[^;{{}}]*?>)?") for name, keys, rx in _C_TYPES]
 
 
-def _closing(code: str, i: int) -> int:
-    """The index just past the parenthesis that closes the one opened before `i`."""
-    depth = 1
-    while i < len(code) and depth:
-        depth += {"(": 1, ")": -1}.get(code[i], 0)
-        i += 1
-    return i
+def _paren_pairs(code: str) -> dict[int, int]:
+    """{index of an opening parenthesis: index just past the one that closes it} (unclosed: absent)."""
+    pairs, stack = {}, []
+    for m in re.finditer(r"[()]", code):
+        if m.group() == "(":
+            stack.append(m.start())
+        elif stack:
+            pairs[stack.pop()] = m.end()
+    return pairs
 
 
 def find_c_hits(text: str, code: str) -> list[tuple[str, int]]:
@@ -713,13 +715,18 @@ def find_c_hits(text: str, code: str) -> list[tuple[str, int]]:
         uses = [rf"\b(?:{'|'.join(aliases)})(?:::\w+\s*\(|::Params\b|\s+\w+\s*[({{])"] if aliases else []
         uses += [rf"(?<![.\w])(?:{'|'.join(objects)})\.\w+\s*\("] if objects else []
         hits |= {(name, line(m.start())) for rx in uses for m in re.finditer(rx, code)}
+    pairs = _paren_pairs(code)
+
+    def inside(m: re.Match, most: int) -> tuple[int, int]:  # between the parenthesis ending `m` and its closing one
+        return m.end(), min(pairs.get(m.end() - 1, len(code) + 1) - 1, m.end() + most)
+
     flags = _WARP_FLAG.findall(code)  # bool elect_one_warp = (threadIdx.x / 32 == 0); if (elect_one_warp) ...
     for m in _IF.finditer(code):
-        cond = code[m.end():_closing(code, m.end()) - 1]
+        cond = code[slice(*inside(m, 600))]  # longer `if` tests are cut (a pathological file stays linear)
         if _WARP_TEST.search(cond) or flags and re.search(rf"\b(?:{'|'.join(flags)})\b", cond):
             hits.add(("warp-dispatch", line(m.start())))
     for m in _ASM.finditer(code):  # the PTX of an asm statement: its string literals, read from the original text
-        strings = list(_STRING.finditer(text, m.end(), _closing(code, m.end())))
+        strings = list(_STRING.finditer(text, *inside(m, 100_000)))
         ptx = " ".join(s.group(1) for s in strings)
         for name, rx, skip in _C_PTX_RX:
             if not (skip and skip.search(ptx)):

@@ -345,3 +345,13 @@ def test_brain_patterns_prints_the_c_rule_under_the_python_rule(monkeypatch, cap
     assert out[i + 2].strip().startswith("C/C++/CUDA: cp.async.bulk")
     [ld] = [r for r in rows if r["pattern"] == "ldmatrix"]
     assert ld["snippets"] == 1 and ld["c_rule"]
+
+
+def test_c_detection_stays_linear_on_pathological_input():
+    import time
+
+    from brain.chunking import chunk_text
+    start = time.perf_counter()
+    for text in ("if (" * 20000, "asm(" * 20000, 'asm volatile("' + "x" * 200000):
+        chunk_text(text, "bad.cu", ".cu")
+    assert time.perf_counter() - start < 10  # was quadratic: 5,000 nested `if (` alone took seconds
