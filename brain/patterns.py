@@ -721,9 +721,10 @@ def find_c_hits(text: str, code: str) -> list[tuple[str, int]]:
         return m.end(), min(pairs.get(m.end() - 1, len(code) + 1) - 1, m.end() + most)
 
     flags = _WARP_FLAG.findall(code)  # bool elect_one_warp = (threadIdx.x / 32 == 0); if (elect_one_warp) ...
+    flag = re.compile(rf"\b(?:{'|'.join(flags)})\b") if flags else None
     for m in _IF.finditer(code):
         cond = code[slice(*inside(m, 600))]  # longer `if` tests are cut (a pathological file stays linear)
-        if _WARP_TEST.search(cond) or flags and re.search(rf"\b(?:{'|'.join(flags)})\b", cond):
+        if _WARP_TEST.search(cond) or flag and flag.search(cond):
             hits.add(("warp-dispatch", line(m.start())))
     for m in _ASM.finditer(code):  # the PTX of an asm statement: its string literals, read from the original text
         strings = list(_STRING.finditer(text, *inside(m, 100_000)))
