@@ -8,13 +8,17 @@ e.g.   python bench/fusion_sweep.py bench/eval_shipped.json@/tmp/h/shipped bench
 Each index must already hold the corpora its questions are about (`brain ingest`). The score of a
 configuration is the mean over the files of hybrid MRR@10 on their tune halves; among configurations
 within 0.002 of the best, the one whose hybrid is nearest to beating max(bm25, dense) on every tune half
-wins. Nothing about the report halves enters the choice: they are printed after it is made.
+wins. It replaces the current defaults only when a paired bootstrap over the tune questions is sure of its
+gain (CONFIDENCE): at 20-70 questions a half, gains of 0.01 came and went between halves. Nothing about the
+report halves enters the choice: they are printed after it is made.
 --ablate skips the search and prints the defaults against each of their parts switched off, on both halves.
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+
+import numpy as np
 import os
 import sys
 from pathlib import Path
@@ -33,7 +37,9 @@ from brain.service import Brain  # noqa: E402
 # ((0.9, 0.5) wins on the tune halves but not on the report halves: brain/lexical.py keeps the default).
 BM25_PARAMS = ((1.5, 0.75), (1.2, 0.6), (0.9, 0.5))
 EXPANSIONS = (0.0, 0.15)  # 0: thesaurus off (0.3 and 0.5 lost on every tune half in earlier sweeps)
-MODULE_DOC_WEIGHTS = (1.0, 0.85, 0.7)  # 1: module docstrings rank as any chunk
+MODULE_DOC_WEIGHTS = (1.0, 0.85, 0.7)
+CONFIDENCE = 0.95  # share of bootstrap resamples in which the best configuration must beat the defaults
+RESAMPLES = 2000  # 1: module docstrings rank as any chunk
 FUSIONS = ([search.Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0)
              for c in (1.0, 0.75, 0.5, 0.25)]
            + [search.Fusion(beta=b, beta_decisive=bd, gap=g, code_dense=c)
@@ -91,6 +97,18 @@ def run(sets, split: str, modes=("hybrid",), fusion=None) -> dict[str, dict]:
     return {name: evaluate(b.searcher, qs, modes, fusion=fusion, split=split)["modes"] for name, qs, b in sets}
 
 
+def confidence(better: list[list[float]], base: list[list[float]], resamples: int = RESAMPLES) -> float:
+    """Share of paired bootstrap resamples (each file's questions drawn with replacement) in which `better`'s
+    mean over the files of MRR@10 exceeds `base`'s; the arguments are per file, per question reciprocal ranks."""
+    rng = np.random.default_rng(0)
+    total = np.zeros(resamples)
+    for b, a in zip(better, base):
+        diff = np.asarray(b) - np.asarray(a)
+        if len(diff):
+            total += diff[rng.integers(0, len(diff), size=(resamples, len(diff)))].mean(axis=1)
+    return float((total > 0).mean())
+
+
 def ablate(sets) -> None:
     """The defaults against each of their parts switched off, on both halves (what each part is worth)."""
     f = search.FUSION
@@ -132,6 +150,8 @@ def main() -> None:
     print(f"current defaults: bm25 k1 {BM25_K1:g} b {BM25_B:g}, expansion "
           f"{thesaurus.EXPANSION_WEIGHT if search.EXPAND else 'off'}, fusion {search.FUSION.name}, "
           f"module docstrings x{search.MODULE_DOC_WEIGHT}", flush=True)
+    defaults = ((BM25_K1, BM25_B), thesaurus.EXPANSION_WEIGHT if search.EXPAND else 0.0, search.MODULE_DOC_WEIGHT,
+                search.FUSION)
     rows = []
     for bm, ew in itertools.product(BM25_PARAMS, EXPANSIONS):
         set_lexical(sets, CONTEXT_WEIGHT, *bm)
@@ -144,7 +164,7 @@ def main() -> None:
             mrr = sum(h["hybrid"]["mrr@10"] for h in hyb.values()) / len(hyb)
             deficit = sum(max(0.0, max(base[n]["bm25"]["mrr@10"], base[n]["dense"]["mrr@10"]) - hyb[n]["hybrid"]["mrr@10"])
                           for n in hyb)
-            rows.append((mrr, deficit, bm, ew, dw, fusion))
+            rows.append((mrr, deficit, bm, ew, dw, fusion, [h["hybrid"]["reciprocal_ranks"] for h in hyb.values()]))
         best = max(r[0] for r in rows if r[2] == bm and r[3] == ew)
         print(f"bm25 k1 {bm[0]:g} b {bm[1]:g}, expansion {ew}: bm25 tune MRR "
               + " ".join(f"{n} {b['bm25']['mrr@10']:.3f}" for n, b in base.items())
@@ -152,11 +172,19 @@ def main() -> None:
     top = max(r[0] for r in rows)
     # among near-ties: the smallest shortfall against the better single retriever, then bm25s's default parameters,
     # then the mildest docstring weight
-    mrr, deficit, bm, ew, dw, fusion = min((r for r in rows if r[0] >= top - 0.002),
-                                           key=lambda r: (r[1], r[2] != BM25_PARAMS[0], -r[4], -r[0]))
-    print(f"\nchosen on tune halves: bm25 k1 {bm[0]:g} b {bm[1]:g}, expansion weight {ew or 'off'}, fusion {fusion.name}, "
-          f"module docstrings x{dw} (mean tune MRR@10 {mrr:.3f}, shortfall against the better single retriever "
-          f"{deficit:.3f})")
+    best = min((r for r in rows if r[0] >= top - 0.002), key=lambda r: (r[1], r[2] != BM25_PARAMS[0], -r[4], -r[0]))
+    current = next(r for r in rows if (r[2], r[3], r[4], r[5]) == defaults)
+    sure = confidence(best[6], current[6])
+
+    def describe(r) -> str:
+        return (f"bm25 k1 {r[2][0]:g} b {r[2][1]:g}, expansion weight {r[3] or 'off'}, fusion {r[5].name}, "
+                f"module docstrings x{r[4]} (mean tune MRR@10 {r[0]:.3f}, shortfall against the better single "
+                f"retriever {r[1]:.3f})")
+    print(f"\nbest on tune halves: {describe(best)}\ncurrent defaults:    {describe(current)}\n"
+          f"the best beats the defaults in {sure:.1%} of {RESAMPLES} paired bootstrap resamples of the tune questions")
+    chosen = best if sure >= CONFIDENCE else current
+    print(f"chosen: {'the best' if chosen is best else f'the defaults (under {CONFIDENCE:.0%}: the gain is within noise)'}")
+    mrr, deficit, bm, ew, dw, fusion, _ = chosen
     set_lexical(sets, CONTEXT_WEIGHT, *bm)
     search.EXPAND = ew > 0
     thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT

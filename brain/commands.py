@@ -209,6 +209,7 @@ def cmd_eval(args, settings: Settings) -> int:
         for report in reports.values():
             for row in report["modes"].values():
                 row.pop("misses@5")
+                row.pop("reciprocal_ranks")
         print(json.dumps(reports[str(args.file[0])] if len(reports) == 1 else reports))
         return 0
     for file, report in reports.items():

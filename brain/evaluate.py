@@ -120,5 +120,7 @@ def evaluate(searcher: Searcher, questions: list[dict], modes: tuple[str, ...] =
                               "mean_chars@5": round(statistics.mean(lengths), 1) if lengths else 0,
                               "no_results": nones,
                               "by_type": {t: _summary([r for r in rows if r["type"] == t]) for t in types},
-                              "misses@5": [r["q"] for r in rows if r["first"] is None or r["first"] >= 5]}
+                              "misses@5": [r["q"] for r in rows if r["first"] is None or r["first"] >= 5],
+                              # per question, in file order: 1 / rank of the first relevant hit (0: none in 10)
+                              "reciprocal_ranks": [0.0 if r["first"] is None else 1 / (r["first"] + 1) for r in rows]}
     return out

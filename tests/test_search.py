@@ -114,6 +114,10 @@ def test_own_worklogs_eval_holds(shipped_brain):
     report = evaluate(shipped_brain.searcher, load_questions(BENCH / "eval_own_worklogs.json"), split="report")
     hybrid = report["modes"]["hybrid"]
     assert report["n"] >= 50 and hybrid["hit@5"] >= 0.85 and hybrid["mrr@10"] >= 0.74, hybrid
+    # the per-question reciprocal ranks (what bench/fusion_sweep.py bootstraps) are the MRR's terms
+    rr = hybrid["reciprocal_ranks"]
+    assert len(rr) == report["n"] and abs(sum(rr) / len(rr) - hybrid["mrr@10"]) < 1e-3
+    assert sum(r == 1.0 for r in rr) / len(rr) == pytest.approx(hybrid["hit@1"], abs=1e-3)
 
 
 def test_module_docstrings_count_less_in_hybrid_only(shipped_brain, monkeypatch):
