@@ -113,7 +113,7 @@ def ablate(sets) -> None:
     """The defaults against each of their parts switched off, on both halves (what each part is worth)."""
     f = search.FUSION
     variants = {"defaults": (CONTEXT_WEIGHT, True, f),
-                "bm25 k1 1.5, b 0.75 (bm25s default)": (CONTEXT_WEIGHT, True, f),
+                "bm25 k1 0.9, b 0.5 (milder on short chunks)": (CONTEXT_WEIGHT, True, f),
                 "no thesaurus": (CONTEXT_WEIGHT, False, f),
                 "context field weight 3": (3, True, f),
                 "code cosine at full weight": (CONTEXT_WEIGHT, True, replace(f, code_dense=1.0)),
@@ -126,7 +126,7 @@ def ablate(sets) -> None:
     for split in ("tune", "report"):
         print(f"{split} halves: hybrid MRR@10 " + " ".join(f"{name:>12.12}" for name, _, _ in sets))
         for label, (cw, expand, fusion) in variants.items():
-            set_lexical(sets, cw, *((1.5, 0.75) if label.startswith("bm25 k1") else (BM25_K1, BM25_B)))
+            set_lexical(sets, cw, *((0.9, 0.5) if label.startswith("bm25 k1") else (BM25_K1, BM25_B)))
             search.EXPAND = expand
             search.SECTION_PASSAGE = 0 if label == "no section widening" else passage
             search.MODULE_DOC_WEIGHT = 1.0 if label == "module docstrings at full weight" else doc_weight
