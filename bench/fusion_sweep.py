@@ -113,7 +113,7 @@ def ablate(sets) -> None:
     """The defaults against each of their parts switched off, on both halves (what each part is worth)."""
     f = search.FUSION
     variants = {"defaults": (CONTEXT_WEIGHT, True, f),
-                "bm25 k1 0.9, b 0.5 (milder on short chunks)": (CONTEXT_WEIGHT, True, f),
+                "bm25 k1 0.9, b 0.5 (milder)": (CONTEXT_WEIGHT, True, f),
                 "no thesaurus": (CONTEXT_WEIGHT, False, f),
                 "context field weight 3": (3, True, f),
                 "code cosine at full weight": (CONTEXT_WEIGHT, True, replace(f, code_dense=1.0)),
