@@ -16,12 +16,12 @@ report halves enters the choice: they are printed after it is made.
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
-
-import numpy as np
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,12 +34,12 @@ from brain.service import Brain  # noqa: E402
 
 # Context field weights 2 and 3 won on the tune halves but lost on every report half (--ablate, README): the
 # field is kept at weight 1 and the sweep no longer varies it. bm25 (k1, b): bm25s's default and two milder ones
-# ((0.9, 0.5) wins on the tune halves but not on the report halves: brain/lexical.py keeps the default).
+# ((0.9, 0.5) is best on the tune halves, but short of CONFIDENCE: brain/lexical.py keeps the default).
 BM25_PARAMS = ((1.5, 0.75), (1.2, 0.6), (0.9, 0.5))
 EXPANSIONS = (0.0, 0.15)  # 0: thesaurus off (0.3 and 0.5 lost on every tune half in earlier sweeps)
-MODULE_DOC_WEIGHTS = (1.0, 0.85, 0.7)
+MODULE_DOC_WEIGHTS = (1.0, 0.85, 0.7)  # 1: module docstrings rank as any chunk
 CONFIDENCE = 0.95  # share of bootstrap resamples in which the best configuration must beat the defaults
-RESAMPLES = 2000  # 1: module docstrings rank as any chunk
+RESAMPLES = 2000
 FUSIONS = ([search.Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0)
              for c in (1.0, 0.75, 0.5, 0.25)]
            + [search.Fusion(beta=b, beta_decisive=bd, gap=g, code_dense=c)
@@ -112,31 +112,32 @@ def confidence(better: list[list[float]], base: list[list[float]], resamples: in
 def ablate(sets) -> None:
     """The defaults against each of their parts switched off, on both halves (what each part is worth)."""
     f = search.FUSION
-    variants = {"defaults": (CONTEXT_WEIGHT, True, f),
-                "bm25 k1 0.9, b 0.5 (milder)": (CONTEXT_WEIGHT, True, f),
-                "no thesaurus": (CONTEXT_WEIGHT, False, f),
-                "context field weight 3": (3, True, f),
-                "code cosine at full weight": (CONTEXT_WEIGHT, True, replace(f, code_dense=1.0)),
-                "decisive-lead rule (gap 0.1, beta 0.2)": (CONTEXT_WEIGHT, True, replace(f, gap=0.1, beta_decisive=0.2)),
-                "previous default (lexical-first-0.2)": (CONTEXT_WEIGHT, False, search.Fusion(beta=0.2, beta_decisive=0.2)),
-                "no section widening": (CONTEXT_WEIGHT, True, f),
-                "module docstrings at full weight": (CONTEXT_WEIGHT, True, f)}
-    doc_weight = search.MODULE_DOC_WEIGHT
-    passage = search.SECTION_PASSAGE
+    defaults = {"context_weight": CONTEXT_WEIGHT, "bm25": (BM25_K1, BM25_B), "expand": search.EXPAND, "fusion": f,
+                "passage": search.SECTION_PASSAGE, "doc_weight": search.MODULE_DOC_WEIGHT}
+    variants = {"defaults": {},  # each variant: what it changes in the defaults
+                "bm25 k1 0.9, b 0.5 (milder)": {"bm25": (0.9, 0.5)},
+                "no thesaurus": {"expand": False},
+                "context field weight 3": {"context_weight": 3},
+                "code cosine at full weight": {"fusion": replace(f, code_dense=1.0)},
+                "decisive-lead rule (gap 0.1, beta 0.2)": {"fusion": replace(f, gap=0.1, beta_decisive=0.2)},
+                "previous default (lexical-first-0.2)": {"expand": False,
+                                                         "fusion": search.Fusion(beta=0.2, beta_decisive=0.2)},
+                "no section widening": {"passage": 0},
+                "module docstrings at full weight": {"doc_weight": 1.0}}
+
+    def apply(v: dict) -> None:
+        set_lexical(sets, v["context_weight"], *v["bm25"])
+        search.EXPAND, search.SECTION_PASSAGE, search.MODULE_DOC_WEIGHT = v["expand"], v["passage"], v["doc_weight"]
+
     for split in ("tune", "report"):
         print(f"{split} halves: hybrid MRR@10 " + " ".join(f"{name:>12.12}" for name, _, _ in sets))
-        for label, (cw, expand, fusion) in variants.items():
-            set_lexical(sets, cw, *((0.9, 0.5) if label.startswith("bm25 k1") else (BM25_K1, BM25_B)))
-            search.EXPAND = expand
-            search.SECTION_PASSAGE = 0 if label == "no section widening" else passage
-            search.MODULE_DOC_WEIGHT = 1.0 if label == "module docstrings at full weight" else doc_weight
-            res = run(sets, split, fusion=fusion)
+        for label, change in variants.items():
+            v = {**defaults, **change}
+            apply(v)
+            res = run(sets, split, fusion=v["fusion"])
             print(f"  {label:<38}" + " ".join(f"{r['hybrid']['mrr@10']:>12.3f}" for r in res.values())
                   + "  chars@5 " + " ".join(f"{r['hybrid']['mean_chars@5']:.0f}" for r in res.values()), flush=True)
-    set_lexical(sets)
-    search.EXPAND = True
-    search.SECTION_PASSAGE = passage
-    search.MODULE_DOC_WEIGHT = doc_weight
+    apply(defaults)
 
 
 def main() -> None:

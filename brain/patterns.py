@@ -704,7 +704,7 @@ def find_c_hits(text: str, code: str) -> list[tuple[str, int]]:
         return bisect.bisect_right(starts, offset)
 
     lower = code.lower()  # a rule runs only on a file that holds one of its words: most files hold none
-    hits = {(name, line(m.start())) for name, keys, rx in _C_CODE_RX if keys is None or any(k in lower for k in keys)
+    hits = {(name, line(m.start())) for name, keys, rx in _C_CODE_RX if any(k in lower for k in keys)
             for m in rx.finditer(code)}
     for name, keys, typ in _C_TYPE_RX:
         if not any(k in lower for k in keys):
