@@ -96,7 +96,8 @@ def read_cfamily(key: str, sources: dict) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def load_cuda_labels(path: str) -> dict:
+def read_labels(path: str) -> dict:
+    """One label file, or a one-line error."""
     try:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
@@ -158,10 +159,7 @@ def load_labels(paths: list[str]) -> dict:
     """One {"tuning", "reporting", "labels"} from several label files; a file labelled twice is an error."""
     doc = {"tuning": [], "reporting": [], "labels": {}}
     for path in paths:
-        try:
-            part = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as e:
-            raise SystemExit(f"error: cannot read labels {path}: {e}")
+        part = read_labels(path)
         twice = set(part["labels"]) & set(doc["labels"])
         if twice:
             raise SystemExit(f"error: {path} labels files another label file labels too: {sorted(twice)}")
@@ -228,7 +226,7 @@ def main() -> int:
         return 2
     doc = load_labels(args.labels or [str(ROOT / "bench" / name)
                                        for name in ("patterns_labelled.json", "patterns_labelled_b.json")])
-    cdoc = load_cuda_labels(args.cuda_labels) if cuda else None
+    cdoc = read_labels(args.cuda_labels) if cuda else None
     if cuda and args.set is None and not cuda_sources_present(cdoc["sources"]):
         print("note: the CUTLASS mirror or the CUDA headers are not on this machine: C/C++/CUDA not scored",
               file=sys.stderr)
