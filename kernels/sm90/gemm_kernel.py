@@ -49,19 +49,21 @@ from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_asy
                     wgmma_fence, wgmma_rs, wgmma_wait, wgmma_wait_all)
 
 WG_THREADS = 128
-CONSUMER_WGS = 2
-THREADS = WG_THREADS * (1 + CONSUMER_WGS)  # warpgroup 0: producer; 1, 2: consumers
-XBUFS = 2  # decoded activation buffers (double buffering between producer and consumers)
+# Decoded activation buffers: 2 (the producer decodes k tile kt + 1 while the consumers
+# multiply kt), 3 with a_pair = 2, where each k tile also waits for the other CTA's half.
+XBUFS = {1: 2, 2: 3}
 BAR_BYTES = 1024  # mbarriers at the start of shared memory; the data starts 1 KB aligned
 PRODUCER_BARRIER_ID = 1  # named barrier of the producer warpgroup (0 is __syncthreads)
-CONSUMER_BARRIER_ID = 2  # named barrier of the two consumer warpgroups
+CONSUMER_BARRIER_ID = 2  # named barrier of the consumer warpgroups
 RED_PAD = 4  # fp32 padding per row of the reduction tile (bank-conflict-free fragment stores)
-# Register split with two weight blocks per consumer (setmaxnreg): 128 x 72 + 256 x 216 <= 64K.
-PRODUCER_REGS = 72
-CONSUMER_REGS = 216
-# Producer decode loop unroll (iterations of 8 rows x 4 words): full with one block; 4 within
-# the 72 registers of the blocks = 2 split, where ptxas spills the fully unrolled loop.
-DECODE_UNROLL = {1: 8, 2: 4}
+# Consumer warpgroups and weight blocks per consumer -> (producer, consumer) registers per
+# thread moved by setmaxnreg (128 p + 128 w c <= 64K), or None: the launch's even split (168)
+# holds both roles. Two blocks hold two m64 accumulators (128 fp32); three consumers of one
+# block run 512 threads, whose even split (128) a consumer does not fit.
+REG_SPLIT = {(2, 1): None, (2, 2): (72, 216), (3, 1): (80, 144)}
+# Producer decode loop unroll (iterations of 8 rows x 4 words) by its register budget: full
+# without setmaxnreg; 4 within 72 registers, where ptxas spills the fully unrolled loop.
+DECODE_UNROLL = {None: 8, 72: 4, 80: 8}
 # wgmma groups a consumer warpgroup leaves in flight while it decodes the next fragment: 3 was
 # 1-2.5% faster than 1 on all 11 benchmark shapes, 2 no better than 1 (worklog section 9).
 WGMMA_PENDING = 3
@@ -91,6 +93,40 @@ def mbar_wait(addr: Int32, parity: Int32):
         "{ .reg .pred done; WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [{$r0}], {$r1}; "
         "@!done bra WAIT; }",
         read_only_args=[addr, parity],
+    )
+
+
+@cute.jit
+def mbar_arrive_expect_tx(addr: Int32, tx_bytes: cutlass.Constexpr):
+    """Arrive and expect tx_bytes more bytes of st.async into this phase (from the other CTA)."""
+    cute.arch.inline_ptx(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{{$r0}}], {tx_bytes};", read_only_args=[addr])
+
+
+@cute.jit
+def mbar_arrive_remote(addr: Int32, rank: Int32):
+    """Arrive on the mbarrier at the same offset in CTA `rank` of the cluster (default .release.cta
+    semantics, as CUTLASS's ClusterBarrier: a .cluster release costs a MEMBAR.ALL.GPU, which
+    would wait for this consumer's weight loads in flight)."""
+    cute.arch.inline_ptx(
+        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {$r0}, {$r1}; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
+        read_only_args=[addr, rank],
+    )
+
+
+@cute.jit
+def map_shared(addr: Int32, rank: Int32):
+    """The shared::cluster address of offset `addr` in CTA `rank`'s shared memory."""
+    return cute.arch.inline_ptx("mapa.shared::cluster.u32 {$w0}, {$r0}, {$r1};", write_only_types=[Int32],
+                                read_only_args=[addr, rank])
+
+
+@cute.jit
+def bulk_copy_to_peer(dst: Int32, src: Int32, size: cutlass.Constexpr, mbar: Int32):
+    """Copy `size` bytes of this CTA's shared memory (src) into another CTA's (dst, a
+    shared::cluster address) on the async proxy, as complete-tx bytes on its mbarrier `mbar`."""
+    cute.arch.inline_ptx(
+        f"cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [{{$r0}}], [{{$r1}}], {size}, [{{$r2}}];",
+        read_only_args=[dst, src, mbar],
     )
 
 
@@ -144,26 +180,38 @@ def stg_f16x2(addr: Int64, lo: Float32, hi: Float32):
 class Fp4GemmSm90:
     """c = A·Bᵀ (num_b = 1) or silu(A·B1ᵀ) * (A·B2ᵀ) (num_b = 2), for one or many groups.
 
-    Compiled once per (num_b, x_tile, stages, split_k, blocks); grid.z = split_k CTAs per output
-    tile, launched as one cluster. tile_m / tile_n: rows of A (activations) / of B (weights) per
-    CTA. blocks: 64-row weight blocks per consumer warpgroup; 2 halves the activation decode per
-    MMA (the producer's work) and needs setmaxnreg to hold two m64 accumulators.
+    Compiled once per (num_b, x_tile, stages, split_k, blocks, consumers); grid.z = split_k CTAs
+    per output tile, launched as one cluster. tile_m / tile_n: rows of A (activations) / of each
+    B (weights) per CTA. blocks: 64-row weight blocks per consumer warpgroup; 2 halves the
+    activation decode per MMA (the producer's work) and needs setmaxnreg to hold two m64
+    accumulators. consumers: 2, or 3 with one block each (more warps per SM; with two B the
+    middle warpgroup's block holds rows of both, so dual tiles are 96 columns wide). a_pair = 2:
+    the CTAs of a cluster of 2 take adjacent weight tiles of one activation tile, and each
+    producer loads and decodes half of its rows into both CTAs' buffers (distributed shared
+    memory), so a CTA decodes half as much A per MMA; the tile order pairs them (pair_order).
     """
 
-    def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1):
+    def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
+                 consumers: int = 2, a_pair: int = 1):
         if x_tile % 16 or not 16 <= x_tile <= 128:
             raise ValueError(f"x_tile {x_tile}: a multiple of 16 in 16..128 (wgmma N, registers)")
         if split_k not in (1, 2, 4, 8):
             raise ValueError(f"split_k {split_k}: 1, 2, 4 or 8 (a portable cluster size)")
-        if blocks not in (1, 2) or blocks == 2 and x_tile != 128:
-            raise ValueError(f"blocks {blocks} with x_tile {x_tile}: 1 weight block of 64 rows per consumer "
-                             "warpgroup, or 2 with x_tile 128 (the register split is sized for it)")
-        self.num_b, self.stages, self.split_k, self.blocks = num_b, stages, split_k, blocks
+        if (consumers, blocks) not in REG_SPLIT or blocks == 2 and x_tile != 128:
+            raise ValueError(f"blocks {blocks}, consumers {consumers}, x_tile {x_tile}: 1 weight block of 64 rows "
+                             "per consumer warpgroup (2 or 3 of them), or 2 blocks in 2 consumers with x_tile 128 "
+                             "(the register split is sized for these)")
+        if a_pair not in (1, 2) or a_pair == 2 and split_k != 1:
+            raise ValueError(f"a_pair {a_pair} with split_k {split_k}: 1, or 2 CTAs sharing A without split-K")
+        self.num_b, self.stages, self.split_k, self.blocks, self.a_pair = num_b, stages, split_k, blocks, a_pair
+        self.consumers, self.threads = consumers, WG_THREADS * (1 + consumers)  # warpgroup 0: producer
+        self.regs = REG_SPLIT[(consumers, blocks)]
         self.tile_m = x_tile
-        self.tile_n = self.weight_rows(num_b, blocks)
+        self.tile_n = self.weight_rows(num_b, blocks, consumers)
         self.nacc = x_tile // 2  # fp32 accumulators per consumer thread (m64 n{x_tile})
-        self.ring_data_bytes = x_tile * ROW_BYTES
-        self.ring_stage_bytes = x_tile * (ROW_BYTES + SF_ROW_BYTES)
+        self.xbufs = XBUFS[a_pair]
+        self.ring_data_bytes = x_tile // a_pair * ROW_BYTES  # the rows this CTA's producer loads
+        self.ring_stage_bytes = x_tile // a_pair * (ROW_BYTES + SF_ROW_BYTES)
         self.xbuf_bytes = x_tile * TILE_K * 2
         self.red_row = self.tile_n + RED_PAD  # fp32 per row of one reduction tile
         self.red_tile_bytes = x_tile * self.red_row * 4
@@ -171,12 +219,20 @@ class Fp4GemmSm90:
             raise ValueError(f"{self.smem_bytes()} bytes of shared memory > {SMEM_LIMIT}")
 
     @staticmethod
-    def weight_rows(num_b: int, blocks: int = 1) -> int:
-        """Rows of B per CTA: 64 per block of each consumer warpgroup, shared by the B operands."""
-        return 64 * blocks * CONSUMER_WGS // num_b
+    def weight_rows(num_b: int, blocks: int = 1, consumers: int = 2) -> int:
+        """Rows of each B per CTA: 64 per block of each consumer warpgroup, shared by the B operands."""
+        return 64 * blocks * consumers // num_b
+
+    def warp_rows(self, cw: Int32, warp: Int32):
+        """(operand j, first row of the tile's rows of B_j) of consumer cw's warp: the consumers'
+        64-row blocks, in order, cover the tile's rows of B_1, then of B_2. A warp's 16 rows (and,
+        with 2 blocks, both of its blocks) lie in one operand: tile_n is a multiple of 16, and of
+        128 when blocks = 2."""
+        q = 64 * self.blocks * cw + 16 * warp
+        return q // self.tile_n, q % self.tile_n
 
     def smem_bytes(self) -> int:
-        main = self.stages * self.ring_stage_bytes + XBUFS * self.xbuf_bytes
+        main = self.stages * self.ring_stage_bytes + self.xbufs * self.xbuf_bytes
         return BAR_BYTES + max(main, self.num_b * self.red_tile_bytes)
 
     @cute.jit
@@ -190,8 +246,8 @@ class Fp4GemmSm90:
         sfa / sfb_j: plain e4m3 scales [rows, K/16] per batch; c: fp16 [M, N] per batch.
         grid = (total_tiles, batches, split_k); group gemm has batches = 1.
         """
-        self.kernel(table, total_tiles).launch(grid=[total_tiles, batches, self.split_k], block=[THREADS, 1, 1],
-                                               cluster=[1, 1, self.split_k], stream=stream)
+        self.kernel(table, total_tiles).launch(grid=[total_tiles, batches, self.split_k], block=[self.threads, 1, 1],
+                                               cluster=[self.a_pair, 1, self.split_k], stream=stream)
 
     @cute.kernel
     def kernel(self, table: Int64, total_tiles: Int32):
@@ -210,68 +266,69 @@ class Fp4GemmSm90:
         row0 = tile_id * TABLE_COLS
 
         # pattern: smem-layout
-        # [mbarriers | packed A ring (stages x (data, scales)) | XBUFS decoded A buffers]; after
+        # [mbarriers | packed A ring (stages x (data, scales)) | xbufs decoded A buffers]; after
         # the main loop the same bytes hold the fp32 tiles of the split-K / dual reduction.
         smem = cutlass.memory.SmemAllocator()
         smem_ptr = smem.allocate(self.smem_bytes(), byte_alignment=1024)
         bars = Int32(smem_ptr.toint())
-        full = bars  # XBUFS mbarriers: decoded buffer b is ready (producer -> consumers)
-        empty = bars + 8 * XBUFS  # XBUFS mbarriers: buffer b may be overwritten (consumers -> producer)
+        XB = self.xbufs
+        full = bars  # XB mbarriers: decoded buffer b is ready (producer -> consumers)
+        empty = bars + 8 * XB  # XB mbarriers: buffer b may be overwritten (consumers -> producer)
         ring = bars + BAR_BYTES
         xbuf = ring + self.stages * self.ring_stage_bytes
         # end pattern
 
         # pattern: pipeline-setup
         if tidx == 0:
-            for b in cutlass.range_constexpr(XBUFS):
-                mbar_init(full + 8 * b, Int32(WG_THREADS))
-                mbar_init(empty + 8 * b, Int32(WG_THREADS * CONSUMER_WGS))
+            for b in cutlass.range_constexpr(XB):
+                mbar_init(full + 8 * b, Int32(WG_THREADS))  # + the other CTA's st.async bytes (a_pair)
+                mbar_init(empty + 8 * b, Int32(WG_THREADS * self.consumers * self.a_pair))
             cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()
+        if cutlass.const_expr(self.a_pair > 1):
+            cluster_sync()  # the other CTA's barriers exist before anything arrives on them
+        else:
+            cute.arch.sync_threads()
         # end pattern
 
         red = ring  # after the main loop: the fp32 tiles of the split-K / dual reduction
         if wg == 0:
-            if cutlass.const_expr(self.blocks > 1):
-                cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+            if cutlass.const_expr(self.regs is not None):
+                cute.arch.setmaxregister_decrease(self.regs[0])
             m, _n, k, x0, _w0, kt0, nk = self._tile(tbl, row0, kz)
             bm = Int64(batch) * Int64(m)
             a_addr, sfa_addr = tbl[row0] + bm * Int64(k // 2), tbl[row0 + 3] + bm * Int64(k // SF_VEC_SIZE)
-            self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty)
+            self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty, tile_id)
         else:
-            if cutlass.const_expr(self.blocks > 1):
-                cute.arch.setmaxregister_increase(CONSUMER_REGS)
+            if cutlass.const_expr(self.regs is not None):
+                cute.arch.setmaxregister_increase(self.regs[1])
             cw = wg - 1
             ctid = tidx % WG_THREADS
             _m, n, k, _x0, w0, kt0, nk = self._tile(tbl, row0, kz)
             # Which weight operand (b1 / b2: table columns 1 / 2, scales 4 / 5) and rows this
-            # warpgroup multiplies.
-            j, wrow = 0, w0 + 64 * self.blocks * cw
-            if cutlass.const_expr(NB == 2):
-                j, wrow = cw, w0
+            # warp multiplies.
+            j, wrow = self.warp_rows(cw, ctid // 32)
+            wrow = wrow + w0
             bn = Int64(batch) * Int64(n)
             w_addr, sfw_addr = tbl[row0 + 1 + j] + bn * Int64(k // 2), tbl[row0 + 4 + j] + bn * Int64(k // SF_VEC_SIZE)
             acc = cute.make_rmem_tensor((NACC * self.blocks,), Float32)  # fp32 m64 x x_tile per block
             acc.fill(0.0)
-            self._consume(acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, xbuf, full, empty)
+            self._consume(acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, xbuf, full, empty,
+                          tile_id % self.a_pair)
 
             # pattern: epilogue
             # Both consumer warpgroups' wgmmas are done: the ring and the buffers (the producer
             # finished with them before its last `full` arrive) now hold the reduction tiles. The
             # accumulators are stored here, so they are not live past this branch (with blocks = 2
             # the code after it runs under the producer's register limit as well).
-            named_barrier(CONSUMER_BARRIER_ID, WG_THREADS * CONSUMER_WGS)
+            named_barrier(CONSUMER_BARRIER_ID, WG_THREADS * self.consumers)
             lane = ctid % 32
             g, t = lane // 4, lane % 4
-            # wgmma D fragment of block bl: acc[NACC bl + 4i + 2h + e] = (weight row 64 bl + 16 warp
-            # + 8h + g, activation column 8i + 2t + e); stored transposed, as the output tile
-            # [activation row][weight row].
-            tile = red
-            col = 16 * (ctid // 32) + g
-            if cutlass.const_expr(NB == 2):
-                tile = red + cw * self.red_tile_bytes
-            else:
-                col = col + 64 * self.blocks * cw
+            # wgmma D fragment of block bl: acc[NACC bl + 4i + 2h + e] = (weight row 64 bl + 8h + g
+            # of the warp's rows, activation column 8i + 2t + e); stored transposed, as output
+            # tile j [activation row][weight row].
+            j, col = self.warp_rows(cw, ctid // 32)
+            tile = red + j * self.red_tile_bytes
+            col = col + g
             for bl in cutlass.range_constexpr(self.blocks):
                 for i in cutlass.range_constexpr(NACC // 4):
                     for h in cutlass.range_constexpr(2):
@@ -292,19 +349,21 @@ class Fp4GemmSm90:
         c_addr = tbl[row0 + 6] + Int64(batch) * Int64(m) * Int64(n) * Int64(2)
         rows_per_rank = XT // self.split_k
         units = rows_per_rank * (self.tile_n // 4)
-        for it in cutlass.range_constexpr((units + THREADS - 1) // THREADS):
-            u = tidx + it * THREADS
-            if cutlass.const_expr(units % THREADS == 0) or u < units:
+        for it in cutlass.range_constexpr((units + self.threads - 1) // self.threads):
+            u = tidx + it * self.threads
+            if cutlass.const_expr(units % self.threads == 0) or u < units:
                 r = kz * rows_per_rank + u // (self.tile_n // 4)
                 cc = (u % (self.tile_n // 4)) * 4
                 v = [Float32(0.0)] * 4
                 v2 = [Float32(0.0)] * 4
                 off = (r * self.red_row + cc) * 4
-                for rank in cutlass.range_constexpr(self.split_k):
-                    p = lds_cluster_v4(red + off, Int32(rank))
+                for kr in cutlass.range_constexpr(self.split_k):
+                    # Cluster rank of split kr of this CTA's tile: x (a_pair) varies fastest.
+                    rank = Int32(self.a_pair * kr) + tile_id % self.a_pair
+                    p = lds_cluster_v4(red + off, rank)
                     v = [v[e] + p[e] for e in range(4)]
                     if cutlass.const_expr(NB == 2):
-                        p2 = lds_cluster_v4(red + self.red_tile_bytes + off, Int32(rank))
+                        p2 = lds_cluster_v4(red + self.red_tile_bytes + off, rank)
                         v2 = [v2[e] + p2[e] for e in range(4)]
                 row = x0 + r
                 colg = w0 + cc
@@ -321,6 +380,8 @@ class Fp4GemmSm90:
             # No CTA leaves (freeing its shared memory) while others still read it; their reads
             # have returned (their values were used) before they arrive, so no ordering is needed.
             cluster_sync_relaxed()
+        if cutlass.const_expr(self.a_pair > 1):
+            cluster_sync()  # the other CTA's last arrives on this CTA's barriers have landed
         # end pattern
 
     @cute.jit
@@ -331,8 +392,12 @@ class Fp4GemmSm90:
         m, n, k = Int32(tbl[row0 + 7]), Int32(tbl[row0 + 8]), Int32(tbl[row0 + 9])
         local = Int32(tbl[row0 + 10])
         m_tiles = (m + self.tile_m - 1) // self.tile_m
-        x0 = (local % m_tiles) * self.tile_m  # CTAs sharing a weight tile are adjacent: its bytes hit L2
-        w0 = (local // m_tiles) * self.tile_n
+        # CTAs sharing a weight tile are adjacent: its bytes hit L2. With a_pair = 2 the unit is a
+        # pair of weight tiles (the cluster's two CTAs, one activation tile); the host rounds each
+        # group's weight tiles up to even, and a tile past N computes clamped rows it never stores.
+        unit = local // self.a_pair
+        x0 = (unit % m_tiles) * self.tile_m
+        w0 = ((unit // m_tiles) * self.a_pair + local % self.a_pair) * self.tile_n
         k_tiles = k // TILE_K
         per_split = (k_tiles + self.split_k - 1) // self.split_k
         kt0 = cutlass.min(kz * per_split, k_tiles)
@@ -342,13 +407,17 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _produce(self, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32, row_bytes: Int32,
-                 kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32):
-        """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal."""
+                 kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32, tile_id: Int32):
+        """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal.
+        With a_pair = 2, this CTA's half of the rows, decoded into both CTAs' buffers."""
         # pattern: pipeline-setup
         STAGES = self.stages
+        rank = tile_id % self.a_pair  # this CTA's rank in its cluster (cluster = [a_pair, 1, split_k])
+        r0 = rank * (self.tile_m // self.a_pair)  # first row of A this producer loads and decodes
+        peer = 1 - rank
         for s in cutlass.range_constexpr(STAGES - 1):
             if s < nk:
-                self._load_a(kt0 + s, Int32(s), tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
+                self._load_a(kt0 + s, Int32(s), tidx, a_addr, sfa_addr, m, x0, row_bytes, ring, r0)
             cute.arch.cp_async_commit_group()
         # end pattern
         for it in cutlass.range(nk, unroll=1):
@@ -357,47 +426,63 @@ class Fp4GemmSm90:
             named_barrier(PRODUCER_BARRIER_ID, WG_THREADS)
             nxt = it + STAGES - 1
             if nxt < nk:
-                self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
+                self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes, ring, r0)
             cute.arch.cp_async_commit_group()
-            b = it % XBUFS
-            # Buffer b was last read by the wgmmas of k tile it - XBUFS (parity trick: the first
-            # wait on a fresh barrier, parity 1, returns at once).
-            mbar_wait(empty + 8 * b, ((it // XBUFS) & 1) ^ 1)
+            b = it % self.xbufs
+            # Buffer b was last read by the wgmmas of k tile it - xbufs (parity trick: the first
+            # wait on a fresh barrier, parity 1, returns at once); with a_pair, in both CTAs.
             slot = it % STAGES
-            self._decode_a(tidx, ring + slot * self.ring_stage_bytes,
-                           ring + slot * self.ring_stage_bytes + self.ring_data_bytes, xbuf + b * self.xbuf_bytes)
-            fence_proxy_async_smem()  # generic-proxy stores -> wgmma (async proxy) reads
-            mbar_arrive(full + 8 * b)
+            data = ring + slot * self.ring_stage_bytes
+            mbar_wait(empty + 8 * b, ((it // self.xbufs) & 1) ^ 1)
+            buf = xbuf + b * self.xbuf_bytes
+            self._decode_a(tidx, data, data + self.ring_data_bytes, buf, r0)
+            fence_proxy_async_smem()  # generic-proxy stores -> wgmma / bulk copy (async proxy) reads
+            if cutlass.const_expr(self.a_pair > 1):
+                # This CTA's rows are one contiguous run of 8-row core-matrix groups: one bulk copy
+                # sends them to the other CTA's buffer once every producer thread has written its
+                # part, and this CTA's phase also waits for the other CTA's half.
+                named_barrier(PRODUCER_BARRIER_ID, WG_THREADS)
+                if tidx == 0:
+                    half = (r0 // 8) * B_SBO
+                    bulk_copy_to_peer(map_shared(buf + half, peer), buf + half, self.xbuf_bytes // self.a_pair,
+                                      map_shared(full + 8 * b, peer))
+                    mbar_arrive_expect_tx(full + 8 * b, self.xbuf_bytes // self.a_pair)
+                else:
+                    mbar_arrive(full + 8 * b)
+            else:
+                mbar_arrive(full + 8 * b)
         cute.arch.cp_async_wait_group(0)
 
     @cute.jit
     def _load_a(self, kt: Int32, slot: Int32, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32,
-                row_bytes: Int32, ring: Int32):
-        """cp.async of A's k tile kt (x_tile rows x 128 bytes + 16 scale bytes) into ring slot."""
+                row_bytes: Int32, ring: Int32, r0: Int32):
+        """cp.async of A's k tile kt (x_tile / a_pair rows from r0, 128 bytes + 16 scale bytes
+        each) into ring slot."""
         # pattern: tma-load
         # (no TMA: 16-byte cp.async per thread, 8 threads per 128-byte row.) Rows past M are
         # clamped to the last valid row: their products land in output rows that are not stored.
         # Offsets are 32-bit (the host keeps M x K / 2 < 2^31) and added to the 64-bit base last:
         # fewer registers for the producer.
-        XT = self.tile_m
+        XT = self.tile_m // self.a_pair  # rows this producer loads
         data = ring + slot * self.ring_stage_bytes
         sfs = data + self.ring_data_bytes
         for it in cutlass.range_constexpr(XT * 8 // WG_THREADS):
             q = tidx + it * WG_THREADS
-            r = q // 8
+            r = r0 + q // 8
             u = q % 8
             src = a_addr + Int64(cutlass.min(x0 + r, m - 1) * row_bytes + kt * ROW_BYTES + u * 16)
-            cp_async_16(data + r * ROW_BYTES + ((u ^ (r % 8)) * 16), src)
+            cp_async_16(data + (r - r0) * ROW_BYTES + ((u ^ (r % 8)) * 16), src)
         for it in cutlass.range_constexpr((XT + WG_THREADS - 1) // WG_THREADS):
-            r = tidx + it * WG_THREADS
-            if r < XT:
+            r = r0 + tidx + it * WG_THREADS
+            if r < r0 + XT:
                 src = sfa_addr + Int64(cutlass.min(x0 + r, m - 1) * (row_bytes // 8) + kt * SF_ROW_BYTES)
-                cp_async_16(sfs + r * SF_ROW_BYTES, src)
+                cp_async_16(sfs + (r - r0) * SF_ROW_BYTES, src)
         # end pattern
 
     @cute.jit
-    def _decode_a(self, tidx: Int32, data: Int32, sfs: Int32, buf: Int32):
-        """Decode one ring slot (x_tile rows x 256 values) into the wgmma smem operand.
+    def _decode_a(self, tidx: Int32, data: Int32, sfs: Int32, buf: Int32, r0: Int32):
+        """Decode one ring slot (x_tile / a_pair rows from r0 x 256 values) into the wgmma smem
+        operand.
 
         Work unit = (row r, chunk c, word j): word j of the four 16-byte segments of chunk c
         (what lanes t = 0..3 hold in the register path) gives 16 fp16x2; step 8c + 2j + q takes
@@ -407,19 +492,20 @@ class Fp4GemmSm90:
         one 128-byte core matrix.
         """
         # pattern: fp4-decode
-        XT = self.tile_m
-        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=DECODE_UNROLL[self.blocks]):
+        XT = self.tile_m // self.a_pair
+        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=DECODE_UNROLL[self.regs and self.regs[0]]):
             wid = tidx + it * WG_THREADS
             j = (wid % 32) // 8
             blk = wid // 32
             c = blk % 2
-            r = (blk // 2) * 8 + wid % 8
-            row = data + r * ROW_BYTES
-            sf_lo = lds_32(sfs + r * SF_ROW_BYTES + 8 * c)
-            sf_hi = lds_32(sfs + r * SF_ROW_BYTES + 8 * c + 4)
+            rr = (blk // 2) * 8 + wid % 8  # row in the ring slot (this producer's rows)
+            r = r0 + rr  # row in the tile and the decoded buffer
+            row = data + rr * ROW_BYTES
+            sf_lo = lds_32(sfs + rr * SF_ROW_BYTES + 8 * c)
+            sf_hi = lds_32(sfs + rr * SF_ROW_BYTES + 8 * c + 4)
             hs = cute.make_rmem_tensor((16,), Uint32)
             for seg in cutlass.range_constexpr(4):
-                u = (4 * c + seg) ^ (r % 8)
+                u = (4 * c + seg) ^ (rr % 8)
                 w = lds_32(row + u * 16 + 4 * j)
                 sfw = sf_lo if cutlass.const_expr(seg < 2) else sf_hi
                 sf_byte = (sfw >> Uint32(16 * (seg % 2))) >> ((Uint32(j) // Uint32(2)) * Uint32(8))
@@ -464,7 +550,7 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _consume(self, acc, ctid: Int32, w_addr: Int64, sfw_addr: Int64, n: Int32, wrow: Int32, row_bytes: Int32,
-                 kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32):
+                 kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32, rank: Int32):
         """Consumer warpgroup: 64 x blocks weight rows from global memory, decoded into wgmma A
         fragments. With one block the next k tile's weights are in flight in a second register
         set; with two, each block's registers are reloaded as soon as its 16 steps are decoded,
@@ -475,12 +561,12 @@ class Fp4GemmSm90:
         lane = ctid % 32
         warp = ctid // 32
         g, t = lane // 4, lane % 4
-        # Rows g and g + 8 of each block's 16 rows of this warp (byte offsets: the host keeps
-        # N x K / 2 < 2^31); rows past N clamped, never stored.
+        # Rows g and g + 8 of each block's 16 rows of this warp (wrow: the first; byte offsets:
+        # the host keeps N x K / 2 < 2^31); rows past N clamped, never stored.
         offs = []
         for bl in cutlass.range_constexpr(BL):
             for h in cutlass.range_constexpr(2):
-                offs.append(cutlass.min(wrow + 64 * bl + 16 * warp + 8 * h + g, n - 1) * row_bytes)
+                offs.append(cutlass.min(wrow + 64 * bl + 8 * h + g, n - 1) * row_bytes)
         cur = cute.make_rmem_tensor((16 * BL,), Uint32)  # [block][chunk][h][word] packed weights of k tile kt
         csf = cute.make_rmem_tensor((4 * BL,), Uint32)
         # pattern: control-flow
@@ -501,8 +587,8 @@ class Fp4GemmSm90:
                     self._load_w(nxt, nsf, kt0 + it + 1, w_addr, sfw_addr, offs[0], offs[1], t)
                 if it + 2 < nk:
                     self._prefetch_w(kt0 + it + 2, w_addr, sfw_addr, offs[0], offs[1])
-            b = it % XBUFS
-            mbar_wait(full + 8 * b, (it // XBUFS) & 1)
+            b = it % self.xbufs
+            mbar_wait(full + 8 * b, (it // self.xbufs) & 1)
             xb = xbuf + b * self.xbuf_bytes
             for bl in cutlass.range_constexpr(BL):
                 for c in cutlass.range_constexpr(2):
@@ -531,7 +617,9 @@ class Fp4GemmSm90:
                                 # At most steps 1 .. WGMMA_PENDING - 1 of this k tile are in flight:
                                 # every wgmma of k tile it - 1 has completed, its buffer is free.
                                 if it > 0:
-                                    mbar_arrive(empty + 8 * ((it - 1) % XBUFS))
+                                    mbar_arrive(empty + 8 * ((it - 1) % self.xbufs))
+                                    if cutlass.const_expr(self.a_pair > 1):  # the other CTA's producer writes it too
+                                        mbar_arrive_remote(empty + 8 * ((it - 1) % self.xbufs), 1 - rank)
                 if cutlass.const_expr(BL > 1):
                     if it + 1 < nk:  # this block's weights are decoded: fetch its next k tile
                         self._load_w(cur, csf, kt0 + it + 1, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t, bl)
