@@ -123,11 +123,11 @@ def host_us(fn, data, calls: int = 50, repeats: int = 7) -> tuple[float, float]:
 
 def tiling(host, name: str, shape: dict) -> str:
     """The kernel configuration host picks for one shape (gemm family: x_tile, weight blocks,
-    consumer warpgroups, CTAs sharing A, split-K)."""
+    consumer warpgroups, split-K)."""
     cfg = host.shape_config(name, shape)
     if name == "gemv":
         return f"{cfg['rows_per_warp']}x{cfg['unroll']}"
-    return f"x{cfg['x_tile']} b{cfg['blocks']} c{cfg['consumers']} p{cfg['a_pair']} s{cfg['split_k']}"
+    return f"x{cfg['x_tile']} b{cfg['blocks']} c{cfg['consumers']} s{cfg['split_k']}"
 
 
 def parse_configs(items):
@@ -149,7 +149,7 @@ def main() -> int:
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--dram-tbs", type=float, default=3.0, help="DRAM bandwidth for the limit (issue 7: 3.0 TB/s)")
     ap.add_argument("--bf16-tflops", type=float, default=783.0, help="bf16 peak for the limit (issue 7: 783)")
-    ap.add_argument("--config", action="append", help="problem:key=value,.. overriding kernels.sm90.host.CONFIG (gemm family: x_tile, blocks, consumers, a_pair, split_k, stages; gemv: rows_per_warp, unroll)")
+    ap.add_argument("--config", action="append", help="problem:key=value,.. overriding kernels.sm90.host.CONFIG (gemm family: x_tile, blocks, consumers, split_k, stages; gemv: rows_per_warp, unroll)")
     ap.add_argument("--bench-problems", help="benchmark only these problems (default: --problems)")
     ap.add_argument("--profile-host", action="store_true", help="cProfile 100 calls per problem (host overhead)")
     ap.add_argument("--json", help="also write all results to this file")

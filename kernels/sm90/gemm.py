@@ -36,7 +36,7 @@ def _prepare(problem: str, groups: list):
     cfg = host.gemm_config(problem, [s[0] for s in shapes], [s[1] for s in shapes], 2 * groups[0][0].shape[1],
                            batches)
     kernel, compiled = host.compile_gemm(**cfg)
-    tiles = [host.output_tiles(kernel.tile_m, kernel.tile_n, [m], [n], kernel.a_pair) for m, n, _l, _row in shapes]
+    tiles = [host.output_tiles(kernel.tile_m, kernel.tile_n, [m], [n]) for m, n, _l, _row in shapes]
     table = host.tile_table([row for _m, _n, _l, row in shapes], tiles, groups[0][4].device)
     return cute_host.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)], keep_alive=table)
 

@@ -27,12 +27,15 @@ what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, sections 7 and
   slice of rows over the whole cluster through distributed shared memory (ld.shared::cluster),
   so M = 128 shapes with few N tiles still fill the 132 SMs.
 
-gemm / group gemm: the two consumer warpgroups take 64 x blocks weight rows each (128 or 256
-per CTA); dual gemm: warpgroup j multiplies B_j (64 x blocks rows of each per CTA, A decoded
-once for both), and the epilogue computes silu(x1) * x2 from the two fp32 tiles in shared memory.
-With blocks = 2 each consumer holds two m64 accumulators (128 fp32 registers per thread):
-setmaxnreg moves registers from the producer (72) to the consumers (216), and the decoded A
-tile feeds twice the MMAs (worklog section 8).
+gemm / group gemm: the consumer warpgroups take 64 x blocks weight rows each (128, 192 or 256
+per CTA); dual gemm: the consumers' blocks cover the tile's rows of B1, then of B2 (A decoded
+once for both: with two consumers warpgroup j multiplies B_j, with three the middle one holds
+32 rows of each), and the epilogue computes silu(x1) * x2 from the two fp32 tiles in shared
+memory. With blocks = 2 each consumer holds two m64 accumulators (128 fp32 registers per
+thread): setmaxnreg moves registers from the producer (72) to the consumers (216), and the
+decoded A tile feeds twice the MMAs (worklog section 8). Three consumers of one block (512
+threads, 80 / 144 registers) give dual N3072 128 tiles of 96 columns for the 132 SMs instead of
+96 of 128 (worklog section 13).
 """
 
 from __future__ import annotations
@@ -49,9 +52,7 @@ from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_asy
                     wgmma_fence, wgmma_rs, wgmma_wait, wgmma_wait_all)
 
 WG_THREADS = 128
-# Decoded activation buffers: 2 (the producer decodes k tile kt + 1 while the consumers
-# multiply kt), 3 with a_pair = 2, where each k tile also waits for the other CTA's half.
-XBUFS = {1: 2, 2: 3}
+XBUFS = 2  # decoded activation buffers (double buffering between producer and consumers)
 BAR_BYTES = 1024  # mbarriers at the start of shared memory; the data starts 1 KB aligned
 PRODUCER_BARRIER_ID = 1  # named barrier of the producer warpgroup (0 is __syncthreads)
 CONSUMER_BARRIER_ID = 2  # named barrier of the consumer warpgroups
@@ -93,40 +94,6 @@ def mbar_wait(addr: Int32, parity: Int32):
         "{ .reg .pred done; WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [{$r0}], {$r1}; "
         "@!done bra WAIT; }",
         read_only_args=[addr, parity],
-    )
-
-
-@cute.jit
-def mbar_arrive_expect_tx(addr: Int32, tx_bytes: cutlass.Constexpr):
-    """Arrive and expect tx_bytes more bytes of st.async into this phase (from the other CTA)."""
-    cute.arch.inline_ptx(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{{$r0}}], {tx_bytes};", read_only_args=[addr])
-
-
-@cute.jit
-def mbar_arrive_remote(addr: Int32, rank: Int32):
-    """Arrive on the mbarrier at the same offset in CTA `rank` of the cluster (default .release.cta
-    semantics, as CUTLASS's ClusterBarrier: a .cluster release costs a MEMBAR.ALL.GPU, which
-    would wait for this consumer's weight loads in flight)."""
-    cute.arch.inline_ptx(
-        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, {$r0}, {$r1}; mbarrier.arrive.shared::cluster.b64 _, [ra]; }",
-        read_only_args=[addr, rank],
-    )
-
-
-@cute.jit
-def map_shared(addr: Int32, rank: Int32):
-    """The shared::cluster address of offset `addr` in CTA `rank`'s shared memory."""
-    return cute.arch.inline_ptx("mapa.shared::cluster.u32 {$w0}, {$r0}, {$r1};", write_only_types=[Int32],
-                                read_only_args=[addr, rank])
-
-
-@cute.jit
-def bulk_copy_to_peer(dst: Int32, src: Int32, size: cutlass.Constexpr, mbar: Int32):
-    """Copy `size` bytes of this CTA's shared memory (src) into another CTA's (dst, a
-    shared::cluster address) on the async proxy, as complete-tx bytes on its mbarrier `mbar`."""
-    cute.arch.inline_ptx(
-        f"cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [{{$r0}}], [{{$r1}}], {size}, [{{$r2}}];",
-        read_only_args=[dst, src, mbar],
     )
 
 
@@ -185,14 +152,11 @@ class Fp4GemmSm90:
     B (weights) per CTA. blocks: 64-row weight blocks per consumer warpgroup; 2 halves the
     activation decode per MMA (the producer's work) and needs setmaxnreg to hold two m64
     accumulators. consumers: 2, or 3 with one block each (more warps per SM; with two B the
-    middle warpgroup's block holds rows of both, so dual tiles are 96 columns wide). a_pair = 2:
-    the CTAs of a cluster of 2 take adjacent weight tiles of one activation tile, and each
-    producer loads and decodes half of its rows into both CTAs' buffers (distributed shared
-    memory), so a CTA decodes half as much A per MMA; the tile order pairs them (pair_order).
+    middle warpgroup's block holds rows of both, so dual tiles are 96 columns wide).
     """
 
     def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
-                 consumers: int = 2, a_pair: int = 1):
+                 consumers: int = 2):
         if x_tile % 16 or not 16 <= x_tile <= 128:
             raise ValueError(f"x_tile {x_tile}: a multiple of 16 in 16..128 (wgmma N, registers)")
         if split_k not in (1, 2, 4, 8):
@@ -201,17 +165,14 @@ class Fp4GemmSm90:
             raise ValueError(f"blocks {blocks}, consumers {consumers}, x_tile {x_tile}: 1 weight block of 64 rows "
                              "per consumer warpgroup (2 or 3 of them), or 2 blocks in 2 consumers with x_tile 128 "
                              "(the register split is sized for these)")
-        if a_pair not in (1, 2) or a_pair == 2 and split_k != 1:
-            raise ValueError(f"a_pair {a_pair} with split_k {split_k}: 1, or 2 CTAs sharing A without split-K")
-        self.num_b, self.stages, self.split_k, self.blocks, self.a_pair = num_b, stages, split_k, blocks, a_pair
+        self.num_b, self.stages, self.split_k, self.blocks = num_b, stages, split_k, blocks
         self.consumers, self.threads = consumers, WG_THREADS * (1 + consumers)  # warpgroup 0: producer
         self.regs = REG_SPLIT[(consumers, blocks)]
         self.tile_m = x_tile
         self.tile_n = self.weight_rows(num_b, blocks, consumers)
         self.nacc = x_tile // 2  # fp32 accumulators per consumer thread (m64 n{x_tile})
-        self.xbufs = XBUFS[a_pair]
-        self.ring_data_bytes = x_tile // a_pair * ROW_BYTES  # the rows this CTA's producer loads
-        self.ring_stage_bytes = x_tile // a_pair * (ROW_BYTES + SF_ROW_BYTES)
+        self.ring_data_bytes = x_tile * ROW_BYTES
+        self.ring_stage_bytes = x_tile * (ROW_BYTES + SF_ROW_BYTES)
         self.xbuf_bytes = x_tile * TILE_K * 2
         self.red_row = self.tile_n + RED_PAD  # fp32 per row of one reduction tile
         self.red_tile_bytes = x_tile * self.red_row * 4
@@ -232,7 +193,7 @@ class Fp4GemmSm90:
         return q // self.tile_n, q % self.tile_n
 
     def smem_bytes(self) -> int:
-        main = self.stages * self.ring_stage_bytes + self.xbufs * self.xbuf_bytes
+        main = self.stages * self.ring_stage_bytes + XBUFS * self.xbuf_bytes
         return BAR_BYTES + max(main, self.num_b * self.red_tile_bytes)
 
     @cute.jit
@@ -247,7 +208,7 @@ class Fp4GemmSm90:
         grid = (total_tiles, batches, split_k); group gemm has batches = 1.
         """
         self.kernel(table, total_tiles).launch(grid=[total_tiles, batches, self.split_k], block=[self.threads, 1, 1],
-                                               cluster=[self.a_pair, 1, self.split_k], stream=stream)
+                                               cluster=[1, 1, self.split_k], stream=stream)
 
     @cute.kernel
     def kernel(self, table: Int64, total_tiles: Int32):
@@ -266,28 +227,24 @@ class Fp4GemmSm90:
         row0 = tile_id * TABLE_COLS
 
         # pattern: smem-layout
-        # [mbarriers | packed A ring (stages x (data, scales)) | xbufs decoded A buffers]; after
+        # [mbarriers | packed A ring (stages x (data, scales)) | XBUFS decoded A buffers]; after
         # the main loop the same bytes hold the fp32 tiles of the split-K / dual reduction.
         smem = cutlass.memory.SmemAllocator()
         smem_ptr = smem.allocate(self.smem_bytes(), byte_alignment=1024)
         bars = Int32(smem_ptr.toint())
-        XB = self.xbufs
-        full = bars  # XB mbarriers: decoded buffer b is ready (producer -> consumers)
-        empty = bars + 8 * XB  # XB mbarriers: buffer b may be overwritten (consumers -> producer)
+        full = bars  # XBUFS mbarriers: decoded buffer b is ready (producer -> consumers)
+        empty = bars + 8 * XBUFS  # XBUFS mbarriers: buffer b may be overwritten (consumers -> producer)
         ring = bars + BAR_BYTES
         xbuf = ring + self.stages * self.ring_stage_bytes
         # end pattern
 
         # pattern: pipeline-setup
         if tidx == 0:
-            for b in cutlass.range_constexpr(XB):
-                mbar_init(full + 8 * b, Int32(WG_THREADS))  # + the other CTA's st.async bytes (a_pair)
-                mbar_init(empty + 8 * b, Int32(WG_THREADS * self.consumers * self.a_pair))
+            for b in cutlass.range_constexpr(XBUFS):
+                mbar_init(full + 8 * b, Int32(WG_THREADS))
+                mbar_init(empty + 8 * b, Int32(WG_THREADS * self.consumers))
             cute.arch.mbarrier_init_fence()
-        if cutlass.const_expr(self.a_pair > 1):
-            cluster_sync()  # the other CTA's barriers exist before anything arrives on them
-        else:
-            cute.arch.sync_threads()
+        cute.arch.sync_threads()
         # end pattern
 
         red = ring  # after the main loop: the fp32 tiles of the split-K / dual reduction
@@ -297,7 +254,7 @@ class Fp4GemmSm90:
             m, _n, k, x0, _w0, kt0, nk = self._tile(tbl, row0, kz)
             bm = Int64(batch) * Int64(m)
             a_addr, sfa_addr = tbl[row0] + bm * Int64(k // 2), tbl[row0 + 3] + bm * Int64(k // SF_VEC_SIZE)
-            self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty, tile_id)
+            self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty)
         else:
             if cutlass.const_expr(self.regs is not None):
                 cute.arch.setmaxregister_increase(self.regs[1])
@@ -312,8 +269,7 @@ class Fp4GemmSm90:
             w_addr, sfw_addr = tbl[row0 + 1 + j] + bn * Int64(k // 2), tbl[row0 + 4 + j] + bn * Int64(k // SF_VEC_SIZE)
             acc = cute.make_rmem_tensor((NACC * self.blocks,), Float32)  # fp32 m64 x x_tile per block
             acc.fill(0.0)
-            self._consume(acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, xbuf, full, empty,
-                          tile_id % self.a_pair)
+            self._consume(acc, ctid, w_addr, sfw_addr, n, wrow, k // 2, kt0, nk, xbuf, full, empty)
 
             # pattern: epilogue
             # Both consumer warpgroups' wgmmas are done: the ring and the buffers (the producer
@@ -357,13 +313,11 @@ class Fp4GemmSm90:
                 v = [Float32(0.0)] * 4
                 v2 = [Float32(0.0)] * 4
                 off = (r * self.red_row + cc) * 4
-                for kr in cutlass.range_constexpr(self.split_k):
-                    # Cluster rank of split kr of this CTA's tile: x (a_pair) varies fastest.
-                    rank = Int32(self.a_pair * kr) + tile_id % self.a_pair
-                    p = lds_cluster_v4(red + off, rank)
+                for rank in cutlass.range_constexpr(self.split_k):
+                    p = lds_cluster_v4(red + off, Int32(rank))
                     v = [v[e] + p[e] for e in range(4)]
                     if cutlass.const_expr(NB == 2):
-                        p2 = lds_cluster_v4(red + self.red_tile_bytes + off, rank)
+                        p2 = lds_cluster_v4(red + self.red_tile_bytes + off, Int32(rank))
                         v2 = [v2[e] + p2[e] for e in range(4)]
                 row = x0 + r
                 colg = w0 + cc
@@ -380,8 +334,6 @@ class Fp4GemmSm90:
             # No CTA leaves (freeing its shared memory) while others still read it; their reads
             # have returned (their values were used) before they arrive, so no ordering is needed.
             cluster_sync_relaxed()
-        if cutlass.const_expr(self.a_pair > 1):
-            cluster_sync()  # the other CTA's last arrives on this CTA's barriers have landed
         # end pattern
 
     @cute.jit
@@ -392,12 +344,8 @@ class Fp4GemmSm90:
         m, n, k = Int32(tbl[row0 + 7]), Int32(tbl[row0 + 8]), Int32(tbl[row0 + 9])
         local = Int32(tbl[row0 + 10])
         m_tiles = (m + self.tile_m - 1) // self.tile_m
-        # CTAs sharing a weight tile are adjacent: its bytes hit L2. With a_pair = 2 the unit is a
-        # pair of weight tiles (the cluster's two CTAs, one activation tile); the host rounds each
-        # group's weight tiles up to even, and a tile past N computes clamped rows it never stores.
-        unit = local // self.a_pair
-        x0 = (unit % m_tiles) * self.tile_m
-        w0 = ((unit // m_tiles) * self.a_pair + local % self.a_pair) * self.tile_n
+        x0 = (local % m_tiles) * self.tile_m  # CTAs sharing a weight tile are adjacent: its bytes hit L2
+        w0 = (local // m_tiles) * self.tile_n
         k_tiles = k // TILE_K
         per_split = (k_tiles + self.split_k - 1) // self.split_k
         kt0 = cutlass.min(kz * per_split, k_tiles)
@@ -407,17 +355,13 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _produce(self, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32, row_bytes: Int32,
-                 kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32, tile_id: Int32):
-        """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal.
-        With a_pair = 2, this CTA's half of the rows, decoded into both CTAs' buffers."""
+                 kt0: Int32, nk: Int32, ring: Int32, xbuf: Int32, full: Int32, empty: Int32):
+        """Producer warpgroup: packed A k tiles -> ring (cp.async), decode -> buffer, signal."""
         # pattern: pipeline-setup
         STAGES = self.stages
-        rank = tile_id % self.a_pair  # this CTA's rank in its cluster (cluster = [a_pair, 1, split_k])
-        r0 = rank * (self.tile_m // self.a_pair)  # first row of A this producer loads and decodes
-        peer = 1 - rank
         for s in cutlass.range_constexpr(STAGES - 1):
             if s < nk:
-                self._load_a(kt0 + s, Int32(s), tidx, a_addr, sfa_addr, m, x0, row_bytes, ring, r0)
+                self._load_a(kt0 + s, Int32(s), tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
             cute.arch.cp_async_commit_group()
         # end pattern
         for it in cutlass.range(nk, unroll=1):
@@ -426,63 +370,47 @@ class Fp4GemmSm90:
             named_barrier(PRODUCER_BARRIER_ID, WG_THREADS)
             nxt = it + STAGES - 1
             if nxt < nk:
-                self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes, ring, r0)
+                self._load_a(kt0 + nxt, nxt % STAGES, tidx, a_addr, sfa_addr, m, x0, row_bytes, ring)
             cute.arch.cp_async_commit_group()
-            b = it % self.xbufs
-            # Buffer b was last read by the wgmmas of k tile it - xbufs (parity trick: the first
-            # wait on a fresh barrier, parity 1, returns at once); with a_pair, in both CTAs.
+            b = it % XBUFS
+            # Buffer b was last read by the wgmmas of k tile it - XBUFS (parity trick: the first
+            # wait on a fresh barrier, parity 1, returns at once).
+            mbar_wait(empty + 8 * b, ((it // XBUFS) & 1) ^ 1)
             slot = it % STAGES
-            data = ring + slot * self.ring_stage_bytes
-            mbar_wait(empty + 8 * b, ((it // self.xbufs) & 1) ^ 1)
-            buf = xbuf + b * self.xbuf_bytes
-            self._decode_a(tidx, data, data + self.ring_data_bytes, buf, r0)
-            fence_proxy_async_smem()  # generic-proxy stores -> wgmma / bulk copy (async proxy) reads
-            if cutlass.const_expr(self.a_pair > 1):
-                # This CTA's rows are one contiguous run of 8-row core-matrix groups: one bulk copy
-                # sends them to the other CTA's buffer once every producer thread has written its
-                # part, and this CTA's phase also waits for the other CTA's half.
-                named_barrier(PRODUCER_BARRIER_ID, WG_THREADS)
-                if tidx == 0:
-                    half = (r0 // 8) * B_SBO
-                    bulk_copy_to_peer(map_shared(buf + half, peer), buf + half, self.xbuf_bytes // self.a_pair,
-                                      map_shared(full + 8 * b, peer))
-                    mbar_arrive_expect_tx(full + 8 * b, self.xbuf_bytes // self.a_pair)
-                else:
-                    mbar_arrive(full + 8 * b)
-            else:
-                mbar_arrive(full + 8 * b)
+            self._decode_a(tidx, ring + slot * self.ring_stage_bytes,
+                           ring + slot * self.ring_stage_bytes + self.ring_data_bytes, xbuf + b * self.xbuf_bytes)
+            fence_proxy_async_smem()  # generic-proxy stores -> wgmma (async proxy) reads
+            mbar_arrive(full + 8 * b)
         cute.arch.cp_async_wait_group(0)
 
     @cute.jit
     def _load_a(self, kt: Int32, slot: Int32, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32,
-                row_bytes: Int32, ring: Int32, r0: Int32):
-        """cp.async of A's k tile kt (x_tile / a_pair rows from r0, 128 bytes + 16 scale bytes
-        each) into ring slot."""
+                row_bytes: Int32, ring: Int32):
+        """cp.async of A's k tile kt (x_tile rows x 128 bytes + 16 scale bytes) into ring slot."""
         # pattern: tma-load
         # (no TMA: 16-byte cp.async per thread, 8 threads per 128-byte row.) Rows past M are
         # clamped to the last valid row: their products land in output rows that are not stored.
         # Offsets are 32-bit (the host keeps M x K / 2 < 2^31) and added to the 64-bit base last:
         # fewer registers for the producer.
-        XT = self.tile_m // self.a_pair  # rows this producer loads
+        XT = self.tile_m
         data = ring + slot * self.ring_stage_bytes
         sfs = data + self.ring_data_bytes
         for it in cutlass.range_constexpr(XT * 8 // WG_THREADS):
             q = tidx + it * WG_THREADS
-            r = r0 + q // 8
+            r = q // 8
             u = q % 8
             src = a_addr + Int64(cutlass.min(x0 + r, m - 1) * row_bytes + kt * ROW_BYTES + u * 16)
-            cp_async_16(data + (r - r0) * ROW_BYTES + ((u ^ (r % 8)) * 16), src)
+            cp_async_16(data + r * ROW_BYTES + ((u ^ (r % 8)) * 16), src)
         for it in cutlass.range_constexpr((XT + WG_THREADS - 1) // WG_THREADS):
-            r = r0 + tidx + it * WG_THREADS
-            if r < r0 + XT:
+            r = tidx + it * WG_THREADS
+            if r < XT:
                 src = sfa_addr + Int64(cutlass.min(x0 + r, m - 1) * (row_bytes // 8) + kt * SF_ROW_BYTES)
-                cp_async_16(sfs + (r - r0) * SF_ROW_BYTES, src)
+                cp_async_16(sfs + r * SF_ROW_BYTES, src)
         # end pattern
 
     @cute.jit
-    def _decode_a(self, tidx: Int32, data: Int32, sfs: Int32, buf: Int32, r0: Int32):
-        """Decode one ring slot (x_tile / a_pair rows from r0 x 256 values) into the wgmma smem
-        operand.
+    def _decode_a(self, tidx: Int32, data: Int32, sfs: Int32, buf: Int32):
+        """Decode one ring slot (x_tile rows x 256 values) into the wgmma smem operand.
 
         Work unit = (row r, chunk c, word j): word j of the four 16-byte segments of chunk c
         (what lanes t = 0..3 hold in the register path) gives 16 fp16x2; step 8c + 2j + q takes
@@ -492,20 +420,19 @@ class Fp4GemmSm90:
         one 128-byte core matrix.
         """
         # pattern: fp4-decode
-        XT = self.tile_m // self.a_pair
+        XT = self.tile_m
         for it in cutlass.range(XT * 8 // WG_THREADS, unroll=DECODE_UNROLL[self.regs and self.regs[0]]):
             wid = tidx + it * WG_THREADS
             j = (wid % 32) // 8
             blk = wid // 32
             c = blk % 2
-            rr = (blk // 2) * 8 + wid % 8  # row in the ring slot (this producer's rows)
-            r = r0 + rr  # row in the tile and the decoded buffer
-            row = data + rr * ROW_BYTES
-            sf_lo = lds_32(sfs + rr * SF_ROW_BYTES + 8 * c)
-            sf_hi = lds_32(sfs + rr * SF_ROW_BYTES + 8 * c + 4)
+            r = (blk // 2) * 8 + wid % 8
+            row = data + r * ROW_BYTES
+            sf_lo = lds_32(sfs + r * SF_ROW_BYTES + 8 * c)
+            sf_hi = lds_32(sfs + r * SF_ROW_BYTES + 8 * c + 4)
             hs = cute.make_rmem_tensor((16,), Uint32)
             for seg in cutlass.range_constexpr(4):
-                u = (4 * c + seg) ^ (rr % 8)
+                u = (4 * c + seg) ^ (r % 8)
                 w = lds_32(row + u * 16 + 4 * j)
                 sfw = sf_lo if cutlass.const_expr(seg < 2) else sf_hi
                 sf_byte = (sfw >> Uint32(16 * (seg % 2))) >> ((Uint32(j) // Uint32(2)) * Uint32(8))
@@ -550,7 +477,7 @@ class Fp4GemmSm90:
 
     @cute.jit
     def _consume(self, acc, ctid: Int32, w_addr: Int64, sfw_addr: Int64, n: Int32, wrow: Int32, row_bytes: Int32,
-                 kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32, rank: Int32):
+                 kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32):
         """Consumer warpgroup: 64 x blocks weight rows from global memory, decoded into wgmma A
         fragments. With one block the next k tile's weights are in flight in a second register
         set; with two, each block's registers are reloaded as soon as its 16 steps are decoded,
@@ -587,8 +514,8 @@ class Fp4GemmSm90:
                     self._load_w(nxt, nsf, kt0 + it + 1, w_addr, sfw_addr, offs[0], offs[1], t)
                 if it + 2 < nk:
                     self._prefetch_w(kt0 + it + 2, w_addr, sfw_addr, offs[0], offs[1])
-            b = it % self.xbufs
-            mbar_wait(full + 8 * b, (it // self.xbufs) & 1)
+            b = it % XBUFS
+            mbar_wait(full + 8 * b, (it // XBUFS) & 1)
             xb = xbuf + b * self.xbuf_bytes
             for bl in cutlass.range_constexpr(BL):
                 for c in cutlass.range_constexpr(2):
@@ -617,9 +544,7 @@ class Fp4GemmSm90:
                                 # At most steps 1 .. WGMMA_PENDING - 1 of this k tile are in flight:
                                 # every wgmma of k tile it - 1 has completed, its buffer is free.
                                 if it > 0:
-                                    mbar_arrive(empty + 8 * ((it - 1) % self.xbufs))
-                                    if cutlass.const_expr(self.a_pair > 1):  # the other CTA's producer writes it too
-                                        mbar_arrive_remote(empty + 8 * ((it - 1) % self.xbufs), 1 - rank)
+                                    mbar_arrive(empty + 8 * ((it - 1) % XBUFS))
                 if cutlass.const_expr(BL > 1):
                     if it + 1 < nk:  # this block's weights are decoded: fetch its next k tile
                         self._load_w(cur, csf, kt0 + it + 1, w_addr, sfw_addr, offs[2 * bl], offs[2 * bl + 1], t, bl)

@@ -27,46 +27,41 @@ COMPILED = cute_host.CompileCache()
 
 # Kernel configuration per problem; bench/sm90_sweep.py --config overrides it to compare
 # variants. gemm family: x_tile (rows of A per CTA), blocks (64-row weight blocks per consumer
-# warpgroup), consumers (consumer warpgroups), a_pair (CTAs sharing the decoded activations)
-# and split_k (CTAs per output tile, one cluster) = 0: chosen per launch by choose_tiling (a
-# value set here fixes it, the others are still chosen); stages: depth of the packed-A ring.
+# warpgroup), consumers (consumer warpgroups) and split_k (CTAs per output tile, one cluster)
+# = 0: chosen per launch by choose_tiling (a value set here fixes it, the others are still
+# chosen); stages: depth of the packed-A ring.
 CONFIG = {
-    "gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "a_pair": 0, "split_k": 0, "stages": 3},
-    "dual_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "a_pair": 0, "split_k": 0, "stages": 3},
-    "group_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "a_pair": 0, "split_k": 0, "stages": 3},
+    "gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3},
+    "dual_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3},
+    "group_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3},
     # rows_per_warp / unroll = 0: chosen per K by gemv_config.
     "gemv": {"rows_per_warp": 0, "unroll": 0},
 }
 H100_SM_COUNT = 132
-# Cost model of choose_tiling, fitted on the H100 (worklog section 8): per (x_tile, blocks,
-# consumers, a_pair), the time of one k tile of a CTA relative to (128, 1, 2, 1), a CTA's fixed
-# cost in the same unit (first loads and decode, the epilogue) and the split-K cluster sizes to try.
+# Cost model of choose_tiling, fitted on the H100 (worklog sections 8 and 13): per (x_tile,
+# blocks, consumers), the time of one k tile of a CTA relative to (128, 1, 2), a CTA's fixed
+# cost in the same unit (first loads and decode, the epilogue) and the split-K cluster sizes to
+# try. (128, 1, 3): 1.36-1.46 on four shapes against (128, 2, 2) at 1.55 (section 13).
 TILINGS = {
-    (128, 1, 2, 1): (1.0, 3.0, (1, 2)),
-    (64, 1, 2, 1): (0.7, 3.0, (1, 2)),
-    (128, 2, 2, 1): (1.55, 5.0, (1, 2, 4)),
-    (128, 1, 3, 1): (1.3, 4.0, (1, 2)),
-    (128, 1, 3, 2): (1.0, 4.0, (1,)),
+    (128, 1, 2): (1.0, 3.0, (1, 2)),
+    (64, 1, 2): (0.7, 3.0, (1, 2)),
+    (128, 2, 2): (1.55, 5.0, (1, 2, 4)),
+    (128, 1, 3): (1.4, 4.0, (1, 2)),
 }
 # Clusters of 4 CTAs (one per SM) that run in one wave: 28 did (gemm N7168, blocks 2), 32 did
 # not (gemm N4096, blocks 1) on the H100 (GPCs of 16-18 SMs).
 CLUSTERS_OF_4_PER_WAVE = 28
 
 
-def output_tiles(x_tile: int, tile_n: int, m_list, n_list, a_pair: int = 1) -> int:
-    """Output tiles of one launch: ceil(M / x_tile) x ceil(N / tile_n) per group, the second
-    rounded up to a multiple of a_pair (CTA pairs share an activation tile; a tile past N
-    computes what it never stores)."""
-    def ceil(a, b):
-        return -(-a // b)
-
-    return sum(ceil(m, x_tile) * ceil(ceil(n, tile_n), a_pair) * a_pair for m, n in zip(m_list, n_list))
+def output_tiles(x_tile: int, tile_n: int, m_list, n_list) -> int:
+    """Output tiles of one launch: ceil(M / x_tile) x ceil(N / tile_n) per group."""
+    return sum(-(-m // x_tile) * -(-n // tile_n) for m, n in zip(m_list, n_list))
 
 
 def choose_tiling(num_b: int, m_list, n_list, k_tiles: int, batches: int = 1, sm_count: int = H100_SM_COUNT,
-                  x_tile: int = 0, blocks: int = 0, consumers: int = 0, a_pair: int = 0, split_k: int = 0) -> tuple:
-    """(x_tile, blocks, consumers, a_pair, split_k) minimizing waves x (K tiles per CTA x tile
-    cost + CTA overhead).
+                  x_tile: int = 0, blocks: int = 0, consumers: int = 0, split_k: int = 0) -> tuple:
+    """(x_tile, blocks, consumers, split_k) minimizing waves x (K tiles per CTA x tile cost + CTA
+    overhead).
 
     One CTA per SM (~190 KB of shared memory). Non-zero arguments fix that choice. E.g. gemm
     M=128 N=7168 K=16384: 28 tiles of 256 weight rows (blocks 2) -> split 4 (28 clusters of 4);
@@ -74,11 +69,10 @@ def choose_tiling(num_b: int, m_list, n_list, k_tiles: int, batches: int = 1, sm
     candidate: the larger x_tile, one block, the smaller split.
     """
     best, best_cost = None, None
-    for (xt, bl, cons, pair), (tile_cost, overhead, splits) in TILINGS.items():
-        if (x_tile and xt != x_tile or blocks and bl != blocks or consumers and cons != consumers
-                or a_pair and pair != a_pair):
+    for (xt, bl, cons), (tile_cost, overhead, splits) in TILINGS.items():
+        if x_tile and xt != x_tile or blocks and bl != blocks or consumers and cons != consumers:
             continue
-        tiles = output_tiles(xt, Fp4GemmSm90.weight_rows(num_b, bl, cons), m_list, n_list, pair) * batches
+        tiles = output_tiles(xt, Fp4GemmSm90.weight_rows(num_b, bl, cons), m_list, n_list) * batches
         for split in (split_k,) if split_k else splits:
             if split > 1 and k_tiles < 2 * split and not split_k:
                 continue
@@ -88,10 +82,10 @@ def choose_tiling(num_b: int, m_list, n_list, k_tiles: int, batches: int = 1, sm
                 waves = -(-tiles * split // sm_count)
             cost = waves * (-(-k_tiles // split) * tile_cost + overhead)
             if best_cost is None or cost < best_cost - 1e-9:
-                best, best_cost = (xt, bl, cons, pair, split), cost
+                best, best_cost = (xt, bl, cons, split), cost
     if best is None:
-        raise ValueError(f"no gemm tiling with x_tile={x_tile}, blocks={blocks}, consumers={consumers}, "
-                         f"a_pair={a_pair}: choose (x_tile, blocks, consumers, a_pair) from {sorted(TILINGS)}")
+        raise ValueError(f"no gemm tiling with x_tile={x_tile}, blocks={blocks}, consumers={consumers}: choose "
+                         f"(x_tile, blocks, consumers) from {sorted(TILINGS)}")
     return best
 
 
@@ -99,11 +93,11 @@ def gemm_config(problem: str, m_list, n_list, k: int, batches: int = 1) -> dict:
     """Compile options of one launch (rows of A and of B per group, K, batches)."""
     cfg = CONFIG[problem]
     num_b = 2 if problem == "dual_gemm" else 1
-    x_tile, blocks, consumers, a_pair, split_k = choose_tiling(
-        num_b, m_list, n_list, k // TILE_K, batches, x_tile=cfg["x_tile"], blocks=cfg["blocks"],
-        consumers=cfg["consumers"], a_pair=cfg["a_pair"], split_k=cfg["split_k"])
-    return {"num_b": num_b, "x_tile": x_tile, "blocks": blocks, "consumers": consumers, "a_pair": a_pair,
-            "split_k": split_k, "stages": cfg["stages"]}
+    x_tile, blocks, consumers, split_k = choose_tiling(num_b, m_list, n_list, k // TILE_K, batches,
+                                                       x_tile=cfg["x_tile"], blocks=cfg["blocks"],
+                                                       consumers=cfg["consumers"], split_k=cfg["split_k"])
+    return {"num_b": num_b, "x_tile": x_tile, "blocks": blocks, "consumers": consumers, "split_k": split_k,
+            "stages": cfg["stages"]}
 
 
 def shape_config(problem: str, shape: dict) -> dict:
@@ -115,16 +109,16 @@ def shape_config(problem: str, shape: dict) -> dict:
 
 
 def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
-                 consumers: int = 2, a_pair: int = 1, keep_cubin: bool = False):
+                 consumers: int = 2, keep_cubin: bool = False):
     """(kernel object, compiled function), compiled once per static configuration."""
     def build():
         kernel = Fp4GemmSm90(num_b=num_b, x_tile=x_tile, stages=stages, split_k=split_k, blocks=blocks,
-                             consumers=consumers, a_pair=a_pair)
+                             consumers=consumers)
         compile_fn = cute.compile[cute.KeepCUBIN()] if keep_cubin else cute.compile
         compiled = compile_fn(kernel, cute_host.fake_stream(), cutlass.Int64(0), cutlass.Int32(1), cutlass.Int32(1))
         return kernel, compiled
 
-    return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, blocks, consumers, a_pair, keep_cubin), build)
+    return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, blocks, consumers, keep_cubin), build)
 
 
 def gemv_config(k: int) -> dict:

@@ -22,12 +22,12 @@ os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="sm90_sass_")
 
 from .. import cute_host  # noqa: E402
 from . import host  # noqa: E402
-from .gemm_kernel import WGMMA_PENDING  # noqa: E402
+from .gemm_kernel import REG_SPLIT, WGMMA_PENDING  # noqa: E402
 
 # Instructions each kernel relies on: the tensor-core MMA (HGMMA = wgmma), the cp.async
 # global->shared copies of A (LDGSTS), the mbarrier hand-off between the producer and the
 # consumer warpgroups (SYNCS), the byte permute and scale multiply of the decode and the L2
-# prefetch of the weights for the gemm family (plus setmaxnreg in 2-block builds); for the
+# prefetch of the weights for the gemm family (plus setmaxnreg where REG_SPLIT moves registers); for the
 # CUDA-core gemv, the packed fp16 FMAs (HFMA2) and the 128-bit global loads.
 GEMM_REQUIRED = {"HGMMA": "tensor-core warpgroup MMA (wgmma)", "LDGSTS": "cp.async global -> shared",
                  "SYNCS": "mbarrier producer/consumer hand-off",
@@ -46,6 +46,7 @@ def configurations():
         ("gemm_1block", "gemm", [128], [7168], 2048),  # x_tile 128, 1 block, split-K 2
         ("dual_gemm", "dual_gemm", [256], [4096], 7168),  # 2 blocks, split-K 2
         ("dual_gemm_nosplit", "dual_gemm", [512], [4096], 7168),  # 2 blocks, no split
+        ("dual_gemm_3wg", "dual_gemm", [512], [3072], 7168),  # 3 consumer warpgroups of 1 block
         ("group_gemm", "group_gemm", [192, 320], [3072] * 2, 4096),  # 2 blocks, split-K 2
     ]
     out = []
@@ -63,7 +64,7 @@ def check(name, cfg, build) -> dict:
     sass = host.sass_of(compiled)
     ops = cute_host.sass_opcodes(sass)
     required = GEMV_REQUIRED if name == "gemv" else GEMM_REQUIRED
-    if cfg.get("blocks") == 2:
+    if "blocks" in cfg and REG_SPLIT[(cfg["consumers"], cfg["blocks"])]:
         required = {**required, "USETMAXREG": "setmaxnreg: registers moved from the producer to the consumers"}
     failures = [f"no {op} ({why})" for op, why in required.items() if ops[op] == 0]
     failures += [f"{ops[op]} x {op} ({why})" for op, why in FORBIDDEN.items() if ops[op]]

@@ -125,8 +125,7 @@ if FAMILY == "sm90":
     from kernels.sm90 import host, gemm, gemv
     from kernels.sm90.gemm_kernel import Fp4GemmSm90
     host.compile_gemm = lambda **cfg: (Fp4GemmSm90(num_b=cfg["num_b"], x_tile=cfg["x_tile"], blocks=cfg["blocks"],
-                                                   consumers=cfg["consumers"], a_pair=cfg["a_pair"],
-                                                   split_k=cfg["split_k"],
+                                                   consumers=cfg["consumers"], split_k=cfg["split_k"],
                                                    stages=cfg["stages"]), None)
     host.compile_gemv = lambda **cfg: (None, None)
     checked = host.operand_address

@@ -61,13 +61,13 @@ def test_tiling_cost_model_picks_the_measured_fastest_on_the_benchmark_shapes():
         "for name in ('gemm', 'dual_gemm', 'group_gemm'):\n"
         "    for s in get_problem(name).benchmarks:\n"
         "        c = host.shape_config(name, s)\n"
-        "        print(name, c['x_tile'], c['blocks'], c['split_k'])\n"
+        "        print(name, c['x_tile'], c['blocks'], c['consumers'], c['split_k'])\n"
     )
     out = python_for_arch(["-c", code], "sm_90a", timeout=120)
     picks = [line.split() for line in out.stdout.splitlines() if line.split()[:1] in (["gemm"], ["dual_gemm"],
                                                                                          ["group_gemm"])]
     assert [" ".join(p[1:]) for p in picks] == [
-        "128 2 4", "64 1 2", "128 1 2",  # gemm N7168 K16384, N4096 K7168, N7168 K2048
-        "128 2 2", "128 2 1", "128 2 2", "128 2 1",  # dual M256 N4096, M512 N4096, M256 N3072, M512 N3072
-        "128 2 2", "128 2 1", "128 2 2", "128 1 1",  # group G8 N4096, G8 N7168, G2 N3072, G2 N4096
+        "128 2 2 4", "64 1 2 2", "128 1 2 2",  # gemm N7168 K16384, N4096 K7168, N7168 K2048
+        "128 2 2 2", "128 2 2 1", "128 1 3 2", "128 1 3 1",  # dual M256 N4096, M512 N4096, M256 N3072, M512 N3072
+        "128 2 2 2", "128 2 2 1", "128 2 2 2", "128 1 2 1",  # group G8 N4096, G8 N7168, G2 N3072, G2 N4096
     ], out.stderr[-2000:]

@@ -12,7 +12,7 @@ import json
 import pytest
 from sass import python_for_arch, sass_reports, skip_reason
 
-GEMM_CONFIGS = ["gemm", "gemm_x64", "gemm_1block", "dual_gemm", "dual_gemm_nosplit", "group_gemm"]
+GEMM_CONFIGS = ["gemm", "gemm_x64", "gemm_1block", "dual_gemm", "dual_gemm_nosplit", "dual_gemm_3wg", "group_gemm"]
 CONFIGS = GEMM_CONFIGS + ["gemv"]
 
 
@@ -35,10 +35,18 @@ def test_gemm_family_uses_tensor_cores(reports, name):
     assert counts.get("HGMMA", 0) == 16 * blocks, counts
 
 
-def test_benchmark_shapes_cover_both_weight_block_counts(reports):
-    # The host picks 2 weight blocks per consumer (setmaxnreg split) where it measured faster,
-    # 1 elsewhere; the SASS check must cover both builds.
-    assert {reports[name]["config"]["blocks"] for name in GEMM_CONFIGS} == {1, 2}
+def test_benchmark_shapes_cover_every_warpgroup_layout(reports):
+    # The host picks 2 weight blocks per consumer (setmaxnreg split), 1 block in 2 consumers, or
+    # 1 block in 3 consumers (512 threads, setmaxnreg split) per shape; the SASS check covers each.
+    layouts = {(reports[name]["config"]["blocks"], reports[name]["config"]["consumers"]) for name in GEMM_CONFIGS}
+    assert layouts == {(2, 2), (1, 2), (1, 3)}
+
+
+def test_three_consumer_build_moves_registers_to_the_consumers(reports):
+    # 512 threads launch with 128 registers each; the consumer's m64 accumulators, fragments and
+    # weights in flight need more, so the producer gives its share up (no spill: failures above).
+    assert reports["dual_gemm_3wg"]["config"]["consumers"] == 3
+    assert reports["dual_gemm_3wg"]["counts"].get("USETMAXREG") == 2
 
 
 def test_dual_gemm_decodes_a_once_for_both_products(reports):
