@@ -267,7 +267,7 @@ def main() -> int:
               f"us = kernels.bench.time_calls (host overhead included); gpu us = kernel alone (host hidden "
               f"behind a GPU spin; a trivial kernel measures {floor:.2f} under it), x lim = gpu us / limit; host us = host "
               f"time per call (median of 7 batches of 50 calls on one input; min: the fastest batch); tiling = what host picked\n"
-              f"(gemm family: x_tile, weight blocks per consumer, split-K; gemv: rows per warp x unroll)", flush=True)
+              f"(gemm family: x_tile, weight blocks per consumer, consumer warpgroups, split-K; gemv: rows per warp x unroll)", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
