@@ -71,3 +71,28 @@ def test_tiling_cost_model_picks_the_measured_fastest_on_the_benchmark_shapes():
         "128 2 2 2", "128 2 2 1", "128 1 3 2", "128 1 3 1",  # dual M256 N4096, M512 N4096, M256 N3072, M512 N3072
         "128 2 2 2", "128 2 2 1", "128 2 2 2", "128 1 2 1",  # group G8 N4096, G8 N7168, G2 N3072, G2 N4096
     ], out.stderr[-2000:]
+
+
+def test_consumer_warps_cover_each_weight_operand_once():
+    # warp_rows maps (consumer warpgroup, warp) to (operand, first row) in the kernel and its
+    # epilogue. For every warpgroup layout: each operand's tile_n rows are multiplied exactly once,
+    # and no warp's rows (16 per block) straddle B1 and B2. Plain ints: no GPU, no compile.
+    pytest.importorskip("cutlass")
+    code = (
+        "from kernels.sm90.gemm_kernel import Fp4GemmSm90, REG_SPLIT\n"
+        "for consumers, blocks in REG_SPLIT:\n"
+        "    for num_b in (1, 2):\n"
+        "        k = Fp4GemmSm90(num_b=num_b, blocks=blocks, consumers=consumers, x_tile=128)\n"
+        "        rows = []\n"
+        "        for cw in range(consumers):\n"
+        "            for warp in range(4):\n"
+        "                j, r = k.warp_rows(cw, warp)\n"
+        "                rows += [(j, r + 64 * bl + x) for bl in range(blocks) for x in range(16)]\n"
+        "        want = sorted((j, r) for j in range(num_b) for r in range(k.tile_n))\n"
+        "        print(consumers, blocks, num_b, k.tile_n, sorted(rows) == want)\n"
+    )
+    out = python_for_arch(["-c", code], "sm_90a", timeout=120)
+    lines = [ln.split() for ln in out.stdout.splitlines() if ln.strip()]
+    assert len(lines) == 6, out.stderr[-2000:]
+    assert all(ln[-1] == "True" for ln in lines), lines
+    assert ["3", "1", "2", "96", "True"] in lines  # dual tiles of 96 columns with three consumers
