@@ -396,9 +396,10 @@ def packed_launcher(compiled, stream: int, args: Sequence, keep_alive: Any = Non
     return launch
 
 
-def launcher(compiled, args: Sequence, keep_alive: Any = None) -> Callable[[], None]:
-    """The launch of `compiled` on `args` as a one-kernel CUDA graph: call it to launch on the
-    current torch stream.
+def launcher(compiled, args: Sequence, keep_alive: Any = None, before: tuple | None = None) -> Callable[[], None]:
+    """The launch of `compiled` on `args` as a one-kernel CUDA graph (two kernels with `before`,
+    a (compiled, args) pair launched first, e.g. a pre-pass): call it to launch on the current
+    torch stream.
 
     Even with its arguments packed once (packed_launcher), the DSL's host function costs ~5.3 us
     per call on the H100 test host (worklog section 10); launching a captured graph skips it
@@ -411,6 +412,12 @@ def launcher(compiled, args: Sequence, keep_alive: Any = None) -> Callable[[], N
 
     current, side = torch.cuda.current_stream(), torch.cuda.Stream()
     direct = packed_launcher(compiled, side.cuda_stream, args, keep_alive)
+    if before is not None:
+        first, main = packed_launcher(before[0], side.cuda_stream, before[1]), direct
+
+        def direct():
+            first()
+            main()
     side.wait_stream(current)  # the inputs may still be being written on the current stream
     direct()
     graph = torch.cuda.CUDAGraph()

@@ -35,10 +35,19 @@ def _prepare(problem: str, groups: list):
         raise ValueError(f"group_gemm: every group has L = 1, got {[l for _m, _n, l, _r in shapes]}")
     cfg = host.gemm_config(problem, [s[0] for s in shapes], [s[1] for s in shapes], 2 * groups[0][0].shape[1],
                            batches)
-    kernel, compiled = host.compile_gemm(**cfg)
+    kernel, compiled, pre = host.compile_gemm(**cfg)
     tiles = [host.output_tiles(kernel.tile_m, kernel.tile_n, [m], [n]) for m, n, _l, _row in shapes]
-    table = host.tile_table([row for _m, _n, _l, row in shapes], tiles, groups[0][4].device)
-    return cute_host.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)], keep_alive=table)
+    rows = [row for _m, _n, _l, row in shapes]
+    before, scratch = None, None
+    if pre is not None:  # one A (gemm, dual gemm): decoded by the pre-pass, the table points at its output
+        (m, _n, _l, row), = shapes
+        k = 2 * groups[0][0].shape[1]
+        scratch = host.predecode_buffer(kernel, m, k, batches, groups[0][4].device)
+        before = (pre, [Int64(row[0]), Int64(row[3]), Int64(scratch.data_ptr()), Int32(m), Int32(k), Int32(batches)])
+        rows = [[scratch.data_ptr(), *row[1:]]]
+    table = host.tile_table(rows, tiles, groups[0][4].device)
+    return cute_host.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)],
+                              keep_alive=(table, scratch), before=before)
 
 
 # The hot path (a launch already prepared for these tensors) is written out in each function:

@@ -62,6 +62,9 @@ RED_PAD = 4  # fp32 padding per row of the reduction tile (bank-conflict-free fr
 # holds both roles. Two blocks hold two m64 accumulators (128 fp32); three consumers of one
 # block run 512 threads, whose even split (128) a consumer does not fit.
 REG_SPLIT = {(2, 1): None, (2, 2): (72, 216), (3, 1): (80, 144)}
+# With predecode the producer only issues bulk copies: 40 registers, the rest to the consumers
+# (at 216 the 2-block consumer spilled a few registers once the producer's code changed).
+REG_SPLIT_PREDECODED = {(2, 2): (40, 232), (3, 1): (40, 152)}
 # Producer decode loop unroll (iterations of 8 rows x 4 words) by its register budget: full
 # without setmaxnreg; 4 within 72 registers, where ptxas spills the fully unrolled loop.
 DECODE_UNROLL = {None: 8, 72: 4, 80: 8}
@@ -95,6 +98,28 @@ def mbar_wait(addr: Int32, parity: Int32):
         "@!done bra WAIT; }",
         read_only_args=[addr, parity],
     )
+
+
+@cute.jit
+def mbar_arrive_expect_tx(addr: Int32, tx_bytes: cutlass.Constexpr):
+    """Arrive, and make this phase also wait for tx_bytes of bulk copies (complete-tx)."""
+    cute.arch.inline_ptx(f"mbarrier.arrive.expect_tx.shared::cta.b64 _, [{{$r0}}], {tx_bytes};", read_only_args=[addr])
+
+
+@cute.jit
+def bulk_copy_g2s(dst: Int32, src: Int64, size: cutlass.Constexpr, mbar: Int32):
+    """`size` bytes global -> shared on the async proxy (the TMA unit, no tensor map), counted as
+    complete-tx bytes on mbarrier `mbar`."""
+    cute.arch.inline_ptx(
+        f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{{$r0}}], [{{$r1}}], {size}, [{{$r2}}];",
+        read_only_args=[dst, src, mbar],
+    )
+
+
+@cute.jit
+def stg_128(addr: Int64, v0: Uint32, v1: Uint32, v2: Uint32, v3: Uint32):
+    cute.arch.inline_ptx("st.global.v4.u32 [{$r0}], {{$r1}, {$r2}, {$r3}, {$r4}};",
+                         read_only_args=[addr, v0, v1, v2, v3])
 
 
 @cute.jit
@@ -156,7 +181,7 @@ class Fp4GemmSm90:
     """
 
     def __init__(self, num_b: int = 1, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
-                 consumers: int = 2):
+                 consumers: int = 2, predecode: bool = False):
         if x_tile % 16 or not 16 <= x_tile <= 128:
             raise ValueError(f"x_tile {x_tile}: a multiple of 16 in 16..128 (wgmma N, registers)")
         if split_k not in (1, 2, 4, 8):
@@ -166,8 +191,12 @@ class Fp4GemmSm90:
                              "per consumer warpgroup (2 or 3 of them), or 2 blocks in 2 consumers with x_tile 128 "
                              "(the register split is sized for these)")
         self.num_b, self.stages, self.split_k, self.blocks = num_b, stages, split_k, blocks
+        self.predecode = predecode
+        self.ring_stages = 0 if predecode else stages  # the packed-A ring: unused when A comes decoded
         self.consumers, self.threads = consumers, WG_THREADS * (1 + consumers)  # warpgroup 0: producer
         self.regs = REG_SPLIT[(consumers, blocks)]
+        if predecode and self.regs:
+            self.regs = REG_SPLIT_PREDECODED[(consumers, blocks)]
         self.tile_m = x_tile
         self.tile_n = self.weight_rows(num_b, blocks, consumers)
         self.nacc = x_tile // 2  # fp32 accumulators per consumer thread (m64 n{x_tile})
@@ -184,6 +213,11 @@ class Fp4GemmSm90:
         """Rows of each B per CTA: 64 per block of each consumer warpgroup, shared by the B operands."""
         return 64 * blocks * consumers // num_b
 
+    def decode_unroll(self, to_global: bool) -> int:
+        """Unroll of the activation decode loop: by the producer's registers (the pre-pass kernel
+        has no register split)."""
+        return DECODE_UNROLL[None if to_global or self.regs is None else self.regs[0]]
+
     def warp_rows(self, cw: Int32, warp: Int32):
         """(operand j, first row of the tile's rows of B_j) of consumer cw's warp: the consumers'
         64-row blocks, in order, cover the tile's rows of B_1, then of B_2. A warp's 16 rows (and,
@@ -193,7 +227,7 @@ class Fp4GemmSm90:
         return q // self.tile_n, q % self.tile_n
 
     def smem_bytes(self) -> int:
-        main = self.stages * self.ring_stage_bytes + XBUFS * self.xbuf_bytes
+        main = self.ring_stages * self.ring_stage_bytes + XBUFS * self.xbuf_bytes
         return BAR_BYTES + max(main, self.num_b * self.red_tile_bytes)
 
     @cute.jit
@@ -235,7 +269,7 @@ class Fp4GemmSm90:
         full = bars  # XBUFS mbarriers: decoded buffer b is ready (producer -> consumers)
         empty = bars + 8 * XBUFS  # XBUFS mbarriers: buffer b may be overwritten (consumers -> producer)
         ring = bars + BAR_BYTES
-        xbuf = ring + self.stages * self.ring_stage_bytes
+        xbuf = ring + self.ring_stages * self.ring_stage_bytes
         # end pattern
 
         # pattern: pipeline-setup
@@ -252,9 +286,15 @@ class Fp4GemmSm90:
             if cutlass.const_expr(self.regs is not None):
                 cute.arch.setmaxregister_decrease(self.regs[0])
             m, _n, k, x0, _w0, kt0, nk = self._tile(tbl, row0, kz)
-            bm = Int64(batch) * Int64(m)
-            a_addr, sfa_addr = tbl[row0] + bm * Int64(k // 2), tbl[row0 + 3] + bm * Int64(k // SF_VEC_SIZE)
-            self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty)
+            if cutlass.const_expr(self.predecode):
+                # Table column 0 holds predecode's output: this activation tile's k tiles, in order.
+                m_tiles = (m + self.tile_m - 1) // self.tile_m
+                a_dec = tbl[row0] + Int64((batch * m_tiles + x0 // self.tile_m) * (k // TILE_K)) * Int64(self.xbuf_bytes)
+                self._copy_decoded(tidx, a_dec, kt0, nk, xbuf, full, empty)
+            else:
+                bm = Int64(batch) * Int64(m)
+                a_addr, sfa_addr = tbl[row0] + bm * Int64(k // 2), tbl[row0 + 3] + bm * Int64(k // SF_VEC_SIZE)
+                self._produce(tidx, a_addr, sfa_addr, m, x0, k // 2, kt0, nk, ring, xbuf, full, empty)
         else:
             if cutlass.const_expr(self.regs is not None):
                 cute.arch.setmaxregister_increase(self.regs[1])
@@ -378,10 +418,54 @@ class Fp4GemmSm90:
             mbar_wait(empty + 8 * b, ((it // XBUFS) & 1) ^ 1)
             slot = it % STAGES
             self._decode_a(tidx, ring + slot * self.ring_stage_bytes,
-                           ring + slot * self.ring_stage_bytes + self.ring_data_bytes, xbuf + b * self.xbuf_bytes)
+                           ring + slot * self.ring_stage_bytes + self.ring_data_bytes, xbuf + b * self.xbuf_bytes,
+                           Int64(0))
             fence_proxy_async_smem()  # generic-proxy stores -> wgmma (async proxy) reads
             mbar_arrive(full + 8 * b)
         cute.arch.cp_async_wait_group(0)
+
+    @cute.jit
+    def _copy_decoded(self, tidx: Int32, a_dec: Int64, kt0: Int32, nk: Int32, xbuf: Int32, full: Int32, empty: Int32):
+        """Producer with predecode: each k tile's decoded buffer is one bulk copy from global memory
+        (issued by one thread; the phase completes when its bytes have landed)."""
+        # pattern: tma-load
+        for it in cutlass.range(nk, unroll=1):
+            b = it % XBUFS
+            mbar_wait(empty + 8 * b, ((it // XBUFS) & 1) ^ 1)
+            if tidx == 0:
+                mbar_arrive_expect_tx(full + 8 * b, self.xbuf_bytes)
+                bulk_copy_g2s(xbuf + b * self.xbuf_bytes, a_dec + Int64(kt0 + it) * Int64(self.xbuf_bytes),
+                              self.xbuf_bytes, full + 8 * b)
+            else:
+                mbar_arrive(full + 8 * b)
+        # end pattern
+
+    @cute.jit
+    def predecode_a(self, stream: cuda.CUstream, a: Int64, sfa: Int64, out: Int64, m: Int32, k: Int32, batches: Int32):
+        """Decode A (packed e2m1 [M, K/2] and e4m3 scales [M, K/16] per batch) once per call into
+        `out`: per batch, activation tile and k tile, the fp16 buffer the producer would build
+        (xbuf_bytes each, in that order; rows past M clamped). The main kernel, compiled with
+        predecode, then copies instead of decoding: every CTA of an activation tile used to decode
+        it again (worklog section 14)."""
+        m_tiles = (m + self.tile_m - 1) // self.tile_m
+        self.predecode_kernel(a, sfa, out, m, k).launch(grid=[m_tiles, k // TILE_K, batches],
+                                                        block=[WG_THREADS, 1, 1], stream=stream)
+
+    @cute.kernel
+    def predecode_kernel(self, a: Int64, sfa: Int64, out: Int64, m: Int32, k: Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        mt, kt, batch = cute.arch.block_idx()
+        smem = cutlass.memory.SmemAllocator()
+        ring = Int32(smem.allocate(self.ring_stage_bytes, byte_alignment=1024).toint())
+        bm = Int64(batch) * Int64(m)
+        self._load_a(kt, Int32(0), tidx, a + bm * Int64(k // 2), sfa + bm * Int64(k // SF_VEC_SIZE), m,
+                     mt * self.tile_m, k // 2, ring)
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.sync_threads()
+        m_tiles = (m + self.tile_m - 1) // self.tile_m
+        dst = out + Int64((batch * m_tiles + mt) * (k // TILE_K) + kt) * Int64(self.xbuf_bytes)
+        self._decode_a(tidx, ring, ring + self.ring_data_bytes, Int32(0), dst, True)
 
     @cute.jit
     def _load_a(self, kt: Int32, slot: Int32, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32,
@@ -409,8 +493,10 @@ class Fp4GemmSm90:
         # end pattern
 
     @cute.jit
-    def _decode_a(self, tidx: Int32, data: Int32, sfs: Int32, buf: Int32):
-        """Decode one ring slot (x_tile rows x 256 values) into the wgmma smem operand.
+    def _decode_a(self, tidx: Int32, data: Int32, sfs: Int32, buf: Int32, gbuf: Int64,
+                  to_global: cutlass.Constexpr = False):
+        """Decode one ring slot (x_tile rows x 256 values) into the wgmma smem operand at buf, or,
+        with to_global (predecode_kernel), the same bytes into global memory at gbuf.
 
         Work unit = (row r, chunk c, word j): word j of the four 16-byte segments of chunk c
         (what lanes t = 0..3 hold in the register path) gives 16 fp16x2; step 8c + 2j + q takes
@@ -421,7 +507,7 @@ class Fp4GemmSm90:
         """
         # pattern: fp4-decode
         XT = self.tile_m
-        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=DECODE_UNROLL[self.regs and self.regs[0]]):
+        for it in cutlass.range(XT * 8 // WG_THREADS, unroll=self.decode_unroll(to_global)):
             wid = tidx + it * WG_THREADS
             j = (wid % 32) // 8
             blk = wid // 32
@@ -442,9 +528,12 @@ class Fp4GemmSm90:
             for q in cutlass.range_constexpr(2):
                 for half in cutlass.range_constexpr(2):
                     kc = 2 * (8 * c + 2 * j + q) + half  # 16-byte K chunk (8 slots) of the k tile
-                    dst = buf + (r // 8) * B_SBO + kc * CORE_BYTES + (r % 8) * 16
+                    off = (r // 8) * B_SBO + kc * CORE_BYTES + (r % 8) * 16
                     i = 2 * q + half
-                    sts_128(dst, hs[0 * 4 + i], hs[1 * 4 + i], hs[2 * 4 + i], hs[3 * 4 + i])
+                    if cutlass.const_expr(to_global):
+                        stg_128(gbuf + Int64(off), hs[0 * 4 + i], hs[1 * 4 + i], hs[2 * 4 + i], hs[3 * 4 + i])
+                    else:
+                        sts_128(buf + off, hs[0 * 4 + i], hs[1 * 4 + i], hs[2 * 4 + i], hs[3 * 4 + i])
         # end pattern
 
     @cute.jit

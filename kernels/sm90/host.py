@@ -30,10 +30,12 @@ COMPILED = cute_host.CompileCache()
 # warpgroup), consumers (consumer warpgroups) and split_k (CTAs per output tile, one cluster)
 # = 0: chosen per launch by choose_tiling (a value set here fixes it, the others are still
 # chosen); stages: depth of the packed-A ring.
+# predecode = 1: A is decoded once per call by a pre-pass kernel and copied into the main
+# kernel's buffers (gemm and dual gemm: one A per launch; group gemm decodes in the kernel).
 CONFIG = {
-    "gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3},
-    "dual_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3},
-    "group_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3},
+    "gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3, "predecode": 1},
+    "dual_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3, "predecode": 1},
+    "group_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3, "predecode": 0},
     # rows_per_warp / unroll = 0: chosen per K by gemv_config.
     "gemv": {"rows_per_warp": 0, "unroll": 0},
 }
@@ -97,7 +99,7 @@ def gemm_config(problem: str, m_list, n_list, k: int, batches: int = 1) -> dict:
                                                        x_tile=cfg["x_tile"], blocks=cfg["blocks"],
                                                        consumers=cfg["consumers"], split_k=cfg["split_k"])
     return {"num_b": num_b, "x_tile": x_tile, "blocks": blocks, "consumers": consumers, "split_k": split_k,
-            "stages": cfg["stages"]}
+            "stages": cfg["stages"], "predecode": int(cfg["predecode"] and len(m_list) == 1)}
 
 
 def shape_config(problem: str, shape: dict) -> dict:
@@ -109,16 +111,21 @@ def shape_config(problem: str, shape: dict) -> dict:
 
 
 def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 1, blocks: int = 1,
-                 consumers: int = 2, keep_cubin: bool = False):
-    """(kernel object, compiled function), compiled once per static configuration."""
+                 consumers: int = 2, predecode: int = 0, keep_cubin: bool = False):
+    """(kernel object, compiled function, compiled predecode pass or None), compiled once per
+    static configuration."""
     def build():
         kernel = Fp4GemmSm90(num_b=num_b, x_tile=x_tile, stages=stages, split_k=split_k, blocks=blocks,
-                             consumers=consumers)
+                             consumers=consumers, predecode=bool(predecode))
         compile_fn = cute.compile[cute.KeepCUBIN()] if keep_cubin else cute.compile
         compiled = compile_fn(kernel, cute_host.fake_stream(), cutlass.Int64(0), cutlass.Int32(1), cutlass.Int32(1))
-        return kernel, compiled
+        pre = None
+        if predecode:
+            i64, i32 = cutlass.Int64(0), cutlass.Int32(1)
+            pre = compile_fn(kernel.predecode_a, cute_host.fake_stream(), i64, i64, i64, i32, i32, i32)
+        return kernel, compiled, pre
 
-    return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, blocks, consumers, keep_cubin), build)
+    return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, blocks, consumers, predecode, keep_cubin), build)
 
 
 def gemv_config(k: int) -> dict:
@@ -187,6 +194,15 @@ def operand_address(name: str, t, rows: int, cols: int, batches: int) -> int:
 # the tile table and the DSL's argument conversion run once per distinct input; a repeated call
 # is a key lookup and the launch (worklog section 10).
 LAUNCHES = {problem: cute_host.LaunchCache() for problem in ("gemv", "gemm", "dual_gemm", "group_gemm")}
+
+
+def predecode_buffer(kernel, m: int, k: int, batches: int, device):
+    """Device bytes for Fp4GemmSm90.predecode_a's output: one decoded buffer per batch,
+    activation tile and k tile."""
+    import torch
+
+    return torch.empty(batches * -(-m // kernel.tile_m) * (k // TILE_K) * kernel.xbuf_bytes, dtype=torch.uint8,
+                       device=device)
 
 
 def tile_table(group_rows: list, tiles_per_group: list, device):

@@ -35,6 +35,11 @@ GEMM_REQUIRED = {"HGMMA": "tensor-core warpgroup MMA (wgmma)", "LDGSTS": "cp.asy
                  "PRMT": "byte permute placing decoded e2m1 values in the fp16 halves",
                  "CCTL": "L2 prefetch of the weights one k tile ahead of the register loads"}
 GEMV_REQUIRED = {"HFMA2": "packed fp16 FMA of decoded products", "LDG": "global loads of A"}
+# With predecode the main kernel's producer bulk-copies the decoded A (no cp.async); the pre-pass
+# loads, decodes and stores it.
+PREDECODED = {"UBLKCP": "bulk copy of a decoded A buffer global -> shared"}
+PREDECODE_REQUIRED = {"LDGSTS": "cp.async global -> shared of packed A", "HMUL2": GEMM_REQUIRED["HMUL2"],
+                      "PRMT": GEMM_REQUIRED["PRMT"], "STG": "stores of the decoded A"}
 FORBIDDEN = {"STL": "register spill to local memory", "LDL": "register reload from local memory"}
 
 
@@ -52,7 +57,9 @@ def configurations():
     out = []
     for name, problem, m, n, k in shapes:
         cfg = host.gemm_config(problem, m, n, k)
-        out.append((name, cfg, lambda cfg=cfg: host.compile_gemm(keep_cubin=True, **cfg)))
+        out.append((name, cfg, lambda cfg=cfg: host.compile_gemm(keep_cubin=True, **cfg)[:2]))
+    pre = host.gemm_config("dual_gemm", [512], [3072], 7168)
+    out.append(("predecode_a", pre, lambda: (None, host.compile_gemm(keep_cubin=True, **pre)[2])))
     gemv = host.gemv_config(16384)
     out.append(("gemv", gemv, lambda: host.compile_gemv(keep_cubin=True, **gemv)))
     return out
@@ -63,15 +70,18 @@ def check(name, cfg, build) -> dict:
     _kernel, compiled = build()
     sass = host.sass_of(compiled)
     ops = cute_host.sass_opcodes(sass)
-    required = GEMV_REQUIRED if name == "gemv" else GEMM_REQUIRED
-    if "blocks" in cfg and REG_SPLIT[(cfg["consumers"], cfg["blocks"])]:
+    main = name not in ("gemv", "predecode_a")  # a gemm-family main kernel
+    required = {"gemv": GEMV_REQUIRED, "predecode_a": PREDECODE_REQUIRED}.get(name, GEMM_REQUIRED)
+    if main and cfg.get("predecode"):
+        required = {**{op: why for op, why in required.items() if op != "LDGSTS"}, **PREDECODED}
+    if main and REG_SPLIT[(cfg["consumers"], cfg["blocks"])]:
         required = {**required, "USETMAXREG": "setmaxnreg: registers moved from the producer to the consumers"}
     failures = [f"no {op} ({why})" for op, why in required.items() if ops[op] == 0]
     failures += [f"{ops[op]} x {op} ({why})" for op, why in FORBIDDEN.items() if ops[op]]
-    if name != "gemv" and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") > 2:
+    if main and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") > 2:
         failures.append("wgmma serialized: a full WARPGROUP.DEPBAR after each HGMMA")
     pending = f"WARPGROUP.DEPBAR.LE gsb0, {WGMMA_PENDING:#x}"
-    if name != "gemv" and pending not in sass:
+    if main and pending not in sass:
         failures.append(f"no {pending}: the main loop does not keep {WGMMA_PENDING} wgmma groups in flight")
     if name == "gemv":
         if not any("LDG" in line and ".128" in line for line in sass.splitlines()):

@@ -120,13 +120,14 @@ from kernels import cute_host, get_problem
 
 FAMILY = sys.argv[1]
 launches = []
-cute_host.launcher = lambda compiled, args, keep_alive=None: (lambda: launches.append(1))
+cute_host.launcher = lambda compiled, args, keep_alive=None, before=None: (lambda: launches.append(1))
 if FAMILY == "sm90":
     from kernels.sm90 import host, gemm, gemv
     from kernels.sm90.gemm_kernel import Fp4GemmSm90
     host.compile_gemm = lambda **cfg: (Fp4GemmSm90(num_b=cfg["num_b"], x_tile=cfg["x_tile"], blocks=cfg["blocks"],
                                                    consumers=cfg["consumers"], split_k=cfg["split_k"],
-                                                   stages=cfg["stages"]), None)
+                                                   stages=cfg["stages"], predecode=bool(cfg["predecode"])),
+                                       None, "pre-pass" if cfg["predecode"] else None)
     host.compile_gemv = lambda **cfg: (None, None)
     checked = host.operand_address
     def address(name, t, rows, cols, batches):  # the shipped checks, less "is it on a GPU"

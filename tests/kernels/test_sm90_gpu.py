@@ -85,15 +85,17 @@ TILINGS = [(128, 1, 2, 1), (128, 1, 2, 2), (64, 1, 2, 1), (64, 1, 2, 2), (128, 2
            (128, 2, 2, 4), (128, 1, 3, 1), (128, 1, 3, 2)]
 
 
+@pytest.mark.parametrize("predecode", [1, 0])
 @pytest.mark.parametrize("x_tile,blocks,consumers,split_k", TILINGS)
-def test_every_tiling_matches_reference(x_tile, blocks, consumers, split_k, monkeypatch):
+def test_every_tiling_matches_reference(x_tile, blocks, consumers, split_k, predecode, monkeypatch):
     # The host picks (x_tile, blocks, consumers, split_k) per launch; force each one on the
     # correctness shapes (M and N tails, L > 1, K = 256 where a split-K cluster rank gets no k
-    # tile; with 3 consumers a dual tile's middle warpgroup multiplies rows of both B).
+    # tile; with 3 consumers a dual tile's middle warpgroup multiplies rows of both B), with A
+    # decoded by the pre-pass and in the kernel (group gemm always decodes in the kernel).
     from kernels.sm90 import host
 
     for name in ("gemm", "dual_gemm", "group_gemm"):
-        cfg = {"x_tile": x_tile, "blocks": blocks, "consumers": consumers, "split_k": split_k}
+        cfg = {"x_tile": x_tile, "blocks": blocks, "consumers": consumers, "split_k": split_k, "predecode": predecode}
         monkeypatch.setitem(host.CONFIG, name, {**host.CONFIG[name], **cfg})
         for shape in get_problem(name).tests:
             _check(name, shape, 3333)

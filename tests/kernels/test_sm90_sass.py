@@ -13,7 +13,7 @@ import pytest
 from sass import python_for_arch, sass_reports, skip_reason
 
 GEMM_CONFIGS = ["gemm", "gemm_x64", "gemm_1block", "dual_gemm", "dual_gemm_nosplit", "dual_gemm_3wg", "group_gemm"]
-CONFIGS = GEMM_CONFIGS + ["gemv"]
+CONFIGS = GEMM_CONFIGS + ["predecode_a", "gemv"]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_dual_gemm_decodes_a_once_for_both_products(reports):
     gemm, dual = reports["gemm"]["counts"], reports["dual_gemm"]["counts"]
     # Same code: in the dual gemm the two consumer warpgroups multiply B1 and B2 by the one
     # decoded A buffer, so it decodes exactly what the gemm decodes (every decoded fp16x2
-    # costs one HMUL2). Decoding A once per product would add a second producer decode.
+    # costs one HMUL2; A itself is decoded by the pre-pass, once for both products).
     assert dual["HGMMA"] == gemm["HGMMA"]
     assert dual["HMUL2"] == gemm["HMUL2"], (dual["HMUL2"], gemm["HMUL2"])
 
@@ -89,3 +89,13 @@ def test_gemv_configs_chosen_per_k_compile_without_spills(tmp_path):
     assert by_k[7168]["cfg"] == by_k[2048]["cfg"] == {"rows_per_warp": 8, "unroll": 1}
     for r in rows:
         assert r["ldg128"] > 0 and r["local"] == 0, r
+
+
+def test_predecoded_main_kernels_copy_a_instead_of_decoding_it(reports):
+    # gemm and dual gemm decode A once per call in the pre-pass: their main kernels bulk-copy the
+    # decoded buffers (no cp.async of packed A); the group gemm still decodes in its producer.
+    for name in GEMM_CONFIGS:
+        predecoded = reports[name]["config"]["predecode"]
+        assert predecoded == (not name.startswith("group")), name
+        assert (reports[name]["counts"].get("LDGSTS", 0) == 0) == bool(predecoded), (name, reports[name]["counts"])
+    assert reports["predecode_a"]["counts"].get("STG", 0) >= 32  # 64 KB per CTA: 32 x 16 B per thread
