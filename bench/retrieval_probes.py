@@ -7,6 +7,7 @@ Probes:
   per-source  at most C chunks of one file before the other files' (diversity in the top 10)
   feedback    Rocchio on the dense query: q + a x mean(vectors of bm25's top m), then fused as usual
   seq-length  chunks embedded reading 128 or 512 word pieces instead of the model's 256 (slow: re-embeds)
+  bigrams     bm25 also indexes adjacent word pairs (stopwords dropped first); a query's pairs weigh W
 """
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import fusion_sweep as fs  # noqa: E402
+import brain.lexical as lexical  # noqa: E402
 import brain.search as search  # noqa: E402
+import brain.thesaurus as thesaurus  # noqa: E402
 from brain.chunking import chunk_file  # noqa: E402
 from brain.evaluate import _relevant, select  # noqa: E402
 from brain.lexical import tokenize  # noqa: E402
@@ -163,8 +166,43 @@ def probe_seq_length(sets, split, base):
     model.max_seq_length = default
 
 
+def probe_bigrams(sets, split, base):
+    plain, weighted = lexical.tokenize, thesaurus.weighted_query
+
+    def head(word: str) -> str | None:  # the token one word of text indexes as itself (None: a stopword)
+        toks = plain(word)
+        return toks[0] if toks else None
+
+    def with_pairs(text: str) -> list[str]:
+        heads = [h for h in (head(m.group(0)) for m in lexical._TOKEN.finditer(text)) if h]
+        return plain(text) + [f"{a}~{b}" for a, b in zip(heads, heads[1:])]
+
+    params = {"w": 1.0}
+
+    def query(q: str, weight: float | None = None) -> dict[str, float]:
+        out = weighted(q, weight)
+        out.update((t, params["w"]) for t in with_pairs(q) if "~" in t)
+        return out
+
+    lexical.tokenize = with_pairs
+    lexical._document_tokens.cache_clear()
+    search.weighted_query = query
+    try:
+        fs.set_lexical(sets)
+        for w in (0.25, 0.5, 1.0):
+            params["w"] = w
+            for b in {id(b): b for _, _, b in sets}.values():
+                b.searcher._bm25.memo.clear()
+            res = fs.run(sets, split)
+            report(f"pair weight {w}", {n: r["hybrid"]["mrr@10"] for n, r in res.items()}, base)
+    finally:
+        lexical.tokenize, search.weighted_query = plain, weighted
+        lexical._document_tokens.cache_clear()
+        fs.set_lexical(sets)
+
+
 PROBES = {"proximity": probe_proximity, "per-source": probe_per_source, "feedback": probe_feedback,
-          "seq-length": probe_seq_length}
+          "seq-length": probe_seq_length, "bigrams": probe_bigrams}
 
 
 def main() -> None:
