@@ -2,7 +2,7 @@
 
 Warp-specialized and "swap-AB": the weights are the MMA's register operand. The decode, the K
 permutation and the exactness argument are in decode.py, the wgmma PTX in wgmma.py. Who decodes
-what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, sections 7 and 8):
+what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, sections 7, 8 and 14):
 
 - The MMA's register operand is the *weights* (the problem's B, N x K, read once): each
   consumer warp loads its 16 rows straight from global memory into registers (16 bytes per
@@ -10,11 +10,14 @@ what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, sections 7 and
   one after it prefetched into L2) and decodes them into the wgmma A fragment. Every weight
   value is decoded exactly once per CTA and by the warp that multiplies it: no shared-memory
   round trip, no barrier.
-- The smem operand is the *activations* (the problem's A, M x K, small M): a producer
-  warpgroup cp.async's the packed tile into a ring, decodes it once per CTA into an fp16 buffer
-  (canonical K-major layout, slot order) and hands it to the consumers with an mbarrier; the
-  consumers hand it back (another mbarrier) once their wgmmas have read it. Two buffers: the
-  producer decodes k tile kt + 1 while the consumers multiply kt.
+- The smem operand is the *activations* (the problem's A, M x K, small M), in fp16 buffers
+  (canonical K-major layout, slot order) that a producer warpgroup fills and hands to the
+  consumers with an mbarrier; the consumers hand each back (another mbarrier) once their wgmmas
+  have read it. Two buffers: the producer fills k tile kt + 1 while the consumers multiply kt.
+  gemm and dual gemm (`predecode`): a pre-pass kernel (predecode_a) decodes A once per call into
+  global memory in the buffers' layout, and the producer fills a buffer with one bulk copy (the
+  TMA unit, complete-tx on the mbarrier). Group gemm: the producer cp.async's the packed tile into
+  a ring and decodes it itself, once per CTA.
 - The product is computed transposed (rows = N, columns = M): the wgmma N dimension is the
   activation tile (x_tile = 128 or 64 rows of A), the M dimension 64 weight rows per block.
 - One kernel for the three problems: sizes and addresses come from a small int64 table in
@@ -34,8 +37,8 @@ once for both: with two consumers warpgroup j multiplies B_j, with three the mid
 memory. With blocks = 2 each consumer holds two m64 accumulators (128 fp32 registers per
 thread): setmaxnreg moves registers from the producer (72) to the consumers (216), and the
 decoded A tile feeds twice the MMAs (worklog section 8). Three consumers of one block (512
-threads, 80 / 144 registers) give dual N3072 128 tiles of 96 columns for the 132 SMs instead of
-96 of 128 (worklog section 13).
+threads; 80 / 144 registers, 40 / 152 with predecode) give dual N3072 128 tiles of 96 columns for
+the 132 SMs instead of 96 of 128 (worklog section 13).
 """
 
 from __future__ import annotations
