@@ -38,16 +38,14 @@ def _prepare(problem: str, groups: list):
     kernel, compiled, pre = host.compile_gemm(**cfg)
     tiles = [host.output_tiles(kernel.tile_m, kernel.tile_n, [m], [n]) for m, n, _l, _row in shapes]
     rows = [row for _m, _n, _l, row in shapes]
-    before, scratch = None, None
-    if pre is not None:  # one A (gemm, dual gemm): decoded by the pre-pass, the table points at its output
-        (m, _n, _l, row), = shapes
-        k = 2 * groups[0][0].shape[1]
-        scratch = host.predecode_buffer(kernel, m, k, batches, groups[0][4].device)
-        before = (pre, [Int64(row[0]), Int64(row[3]), Int64(scratch.data_ptr()), Int32(m), Int32(k), Int32(batches)])
-        rows = [[scratch.data_ptr(), *row[1:]]]
+    before, decoded = None, None
+    if pre is not None:  # A decoded by the pre-pass: the table points at its output
+        decoded, pre_table, pre_rows, k_tiles, rows = host.predecode_plan(kernel, rows, batches, groups[0][4].device)
+        before = (pre, [Int64(pre_table.data_ptr()), Int32(pre_rows), Int32(k_tiles)])
+        decoded = (decoded, pre_table)
     table = host.tile_table(rows, tiles, groups[0][4].device)
     return cute_host.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)],
-                              keep_alive=(table, scratch), before=before)
+                              keep_alive=(table, decoded), before=before)
 
 
 # The hot path (a launch already prepared for these tensors) is written out in each function:

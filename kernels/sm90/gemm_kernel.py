@@ -14,10 +14,10 @@ what, and how often (worklog docs_corpus/worklog-sm90-kernels.md, sections 7, 8 
   (canonical K-major layout, slot order) that a producer warpgroup fills and hands to the
   consumers with an mbarrier; the consumers hand each back (another mbarrier) once their wgmmas
   have read it. Two buffers: the producer fills k tile kt + 1 while the consumers multiply kt.
-  gemm and dual gemm (`predecode`): a pre-pass kernel (predecode_a) decodes A once per call into
-  global memory in the buffers' layout, and the producer fills a buffer with one bulk copy (the
-  TMA unit, complete-tx on the mbarrier). Group gemm: the producer cp.async's the packed tile into
-  a ring and decodes it itself, once per CTA.
+  With `predecode` (the default) a pre-pass kernel (predecode_a) decodes each A (each batch, each
+  group) once per call into global memory in the buffers' layout, and the producer fills a buffer
+  with one bulk copy (the TMA unit, complete-tx on the mbarrier). Without it the producer
+  cp.async's the packed tile into a ring and decodes it itself, once per CTA.
 - The product is computed transposed (rows = N, columns = M): the wgmma N dimension is the
   activation tile (x_tile = 128 or 64 rows of A), the M dimension 64 weight rows per block.
 - One kernel for the three problems: sizes and addresses come from a small int64 table in
@@ -55,6 +55,7 @@ from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_asy
                     wgmma_fence, wgmma_rs, wgmma_wait, wgmma_wait_all)
 
 WG_THREADS = 128
+PRE_COLS = 6  # predecode_a's table: packed A, its scales, decoded output, M, K, the tile's first row
 XBUFS = 2  # decoded activation buffers (double buffering between producer and consumers)
 BAR_BYTES = 1024  # mbarriers at the start of shared memory; the data starts 1 KB aligned
 PRODUCER_BARRIER_ID = 1  # named barrier of the producer warpgroup (0 is __syncthreads)
@@ -444,31 +445,32 @@ class Fp4GemmSm90:
         # end pattern
 
     @cute.jit
-    def predecode_a(self, stream: cuda.CUstream, a: Int64, sfa: Int64, out: Int64, m: Int32, k: Int32, batches: Int32):
-        """Decode A (packed e2m1 [M, K/2] and e4m3 scales [M, K/16] per batch) once per call into
-        `out`: per batch, activation tile and k tile, the fp16 buffer the producer would build
-        (xbuf_bytes each, in that order; rows past M clamped). The main kernel, compiled with
-        predecode, then copies instead of decoding: every CTA of an activation tile used to decode
-        it again (worklog section 14)."""
-        m_tiles = (m + self.tile_m - 1) // self.tile_m
-        self.predecode_kernel(a, sfa, out, m, k).launch(grid=[m_tiles, k // TILE_K, batches],
-                                                        block=[WG_THREADS, 1, 1], stream=stream)
+    def predecode_a(self, stream: cuda.CUstream, table: Int64, rows: Int32, max_k_tiles: Int32):
+        """Decode A once per call: table holds `rows` rows of PRE_COLS int64, one per activation
+        tile of each A (each batch, each group): its packed e2m1 rows [M, K/2] and e4m3 scales
+        [M, K/16] (addresses), where its decoded k tiles go (xbuf_bytes each, in order: the fp16
+        buffers the producer would build; rows past M clamped), M, K and the tile's first row.
+        The main kernel, compiled with predecode, then copies instead of decoding: every CTA of an
+        activation tile used to decode it again (worklog section 14)."""
+        self.predecode_kernel(table).launch(grid=[rows, max_k_tiles, 1], block=[WG_THREADS, 1, 1], stream=stream)
 
     @cute.kernel
-    def predecode_kernel(self, a: Int64, sfa: Int64, out: Int64, m: Int32, k: Int32):
+    def predecode_kernel(self, table: Int64):
         tidx, _, _ = cute.arch.thread_idx()
-        mt, kt, batch = cute.arch.block_idx()
+        row, kt, _ = cute.arch.block_idx()
+        tbl = cute.make_tensor(cute.make_ptr(Int64, table, cute.AddressSpace.gmem, assumed_align=8),
+                               cute.make_layout((row + 1) * PRE_COLS))
+        r0 = row * PRE_COLS
+        m, k, x0 = Int32(tbl[r0 + 3]), Int32(tbl[r0 + 4]), Int32(tbl[r0 + 5])
         smem = cutlass.memory.SmemAllocator()
         ring = Int32(smem.allocate(self.ring_stage_bytes, byte_alignment=1024).toint())
-        bm = Int64(batch) * Int64(m)
-        self._load_a(kt, Int32(0), tidx, a + bm * Int64(k // 2), sfa + bm * Int64(k // SF_VEC_SIZE), m,
-                     mt * self.tile_m, k // 2, ring)
-        cute.arch.cp_async_commit_group()
-        cute.arch.cp_async_wait_group(0)
-        cute.arch.sync_threads()
-        m_tiles = (m + self.tile_m - 1) // self.tile_m
-        dst = out + Int64((batch * m_tiles + mt) * (k // TILE_K) + kt) * Int64(self.xbuf_bytes)
-        self._decode_a(tidx, ring, ring + self.ring_data_bytes, Int32(0), dst, True)
+        if kt < k // TILE_K:  # groups may differ in K: the grid covers the longest
+            self._load_a(kt, Int32(0), tidx, tbl[r0], tbl[r0 + 1], m, x0, k // 2, ring)
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.sync_threads()
+            dst = tbl[r0 + 2] + Int64(kt) * Int64(self.xbuf_bytes)
+            self._decode_a(tidx, ring, ring + self.ring_data_bytes, Int32(0), dst, True)
 
     @cute.jit
     def _load_a(self, kt: Int32, slot: Int32, tidx: Int32, a_addr: Int64, sfa_addr: Int64, m: Int32, x0: Int32,

@@ -31,11 +31,11 @@ COMPILED = cute_host.CompileCache()
 # = 0: chosen per launch by choose_tiling (a value set here fixes it, the others are still
 # chosen); stages: depth of the packed-A ring.
 # predecode = 1: A is decoded once per call by a pre-pass kernel and copied into the main
-# kernel's buffers (gemm and dual gemm: one A per launch; group gemm decodes in the kernel).
+# kernel's buffers; 0: the main kernel's producer decodes it, once per CTA (worklog section 14).
 CONFIG = {
     "gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3, "predecode": 1},
     "dual_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3, "predecode": 1},
-    "group_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3, "predecode": 0},
+    "group_gemm": {"x_tile": 0, "blocks": 0, "consumers": 0, "split_k": 0, "stages": 3, "predecode": 1},
     # rows_per_warp / unroll = 0: chosen per K by gemv_config.
     "gemv": {"rows_per_warp": 0, "unroll": 0},
 }
@@ -99,7 +99,7 @@ def gemm_config(problem: str, m_list, n_list, k: int, batches: int = 1) -> dict:
                                                        x_tile=cfg["x_tile"], blocks=cfg["blocks"],
                                                        consumers=cfg["consumers"], split_k=cfg["split_k"])
     return {"num_b": num_b, "x_tile": x_tile, "blocks": blocks, "consumers": consumers, "split_k": split_k,
-            "stages": cfg["stages"], "predecode": int(cfg["predecode"] and len(m_list) == 1)}
+            "stages": cfg["stages"], "predecode": cfg["predecode"]}
 
 
 def shape_config(problem: str, shape: dict) -> dict:
@@ -122,7 +122,7 @@ def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 
         pre = None
         if predecode:
             i64, i32 = cutlass.Int64(0), cutlass.Int32(1)
-            pre = compile_fn(kernel.predecode_a, cute_host.fake_stream(), i64, i64, i64, i32, i32, i32)
+            pre = compile_fn(kernel.predecode_a, cute_host.fake_stream(), i64, i32, i32)
         return kernel, compiled, pre
 
     return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, blocks, consumers, predecode, keep_cubin), build)
@@ -196,13 +196,27 @@ def operand_address(name: str, t, rows: int, cols: int, batches: int) -> int:
 LAUNCHES = {problem: cute_host.LaunchCache() for problem in ("gemv", "gemm", "dual_gemm", "group_gemm")}
 
 
-def predecode_buffer(kernel, m: int, k: int, batches: int, device):
-    """Device bytes for Fp4GemmSm90.predecode_a's output: one decoded buffer per batch,
-    activation tile and k tile."""
+def predecode_plan(kernel, group_rows: list, batches: int, device):
+    """(decoded buffers, Fp4GemmSm90.predecode_a's table, its row count, the most k tiles of a
+    group, the groups' table rows with column 0 pointing at their decoded buffers). One decoded
+    buffer of xbuf_bytes per batch, activation tile and k tile of each group, in that order."""
     import torch
 
-    return torch.empty(batches * -(-m // kernel.tile_m) * (k // TILE_K) * kernel.xbuf_bytes, dtype=torch.uint8,
-                       device=device)
+    sizes = [batches * -(-m // kernel.tile_m) * (k // TILE_K) * kernel.xbuf_bytes for *_, m, _n, k in group_rows]
+    out = torch.empty(sum(sizes), dtype=torch.uint8, device=device)
+    base, pre, rows = out.data_ptr(), [], []
+    for row, size in zip(group_rows, sizes):
+        m, k = row[7], row[9]
+        m_tiles, k_tiles = -(-m // kernel.tile_m), k // TILE_K
+        for batch in range(batches):
+            a, sfa = row[0] + batch * m * k // 2, row[3] + batch * m * k // 16
+            for mt in range(m_tiles):
+                pre.append([a, sfa, base + (batch * m_tiles + mt) * k_tiles * kernel.xbuf_bytes, m, k,
+                            mt * kernel.tile_m])
+        rows.append([base, *row[1:]])
+        base += size
+    table = torch.tensor(pre, dtype=torch.int64).to(device)
+    return out, table, len(pre), max(row[9] for row in group_rows) // TILE_K, rows
 
 
 def tile_table(group_rows: list, tiles_per_group: list, device):

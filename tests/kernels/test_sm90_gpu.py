@@ -91,7 +91,7 @@ def test_every_tiling_matches_reference(x_tile, blocks, consumers, split_k, pred
     # The host picks (x_tile, blocks, consumers, split_k) per launch; force each one on the
     # correctness shapes (M and N tails, L > 1, K = 256 where a split-K cluster rank gets no k
     # tile; with 3 consumers a dual tile's middle warpgroup multiplies rows of both B), with A
-    # decoded by the pre-pass and in the kernel (group gemm always decodes in the kernel).
+    # decoded by the pre-pass (groups of different K included) and in the kernel.
     from kernels.sm90 import host
 
     for name in ("gemm", "dual_gemm", "group_gemm"):
