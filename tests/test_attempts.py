@@ -62,6 +62,17 @@ def test_extraction_rules_on_a_toy_worklog():
     assert all(r.source == "toy.md" and 1 <= r.start_line <= r.end_line for r in recs.values())
 
 
+def test_a_unitless_pair_takes_the_time_unit_only_of_nearby_figures():
+    # One list (one block): the first item's register counts must not borrow the µs of an item far below;
+    # a unitless pair next to a time figure still reads as µs.
+    filler = "the producer then decodes every row of the activation tile for the weight rows of the CTA, " * 4
+    text = ("# Worklog\n\n## Attempts\n\n### Attempt 1: a 256-thread CTA\n"
+            f"- Registers fit: the consumer drops from 216 to 208 and the producer from 72 to 48. {filler}\n"
+            "- Measured: the k tile went from 3.75 to 3.10 (µs per k tile), slower than hoped.\n")
+    (rec,) = extract(text, "w.md", "t")
+    assert [(f["before"], f["after"], f["unit"]) for f in rec.figures] == [(3.75, 3.10, "us")]
+
+
 def test_ids_are_stable_when_lines_move():
     a = {r.title: r.id for r in extract(WORKLOG, "toy.md", "t")}
     b = {r.title: r.id for r in extract("# Preface\n\nmore text\n\n" + WORKLOG.replace("# Worklog", "## Worklog", 1),

@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from brain.taxonomy import detect_tags
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 2  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 3  # bump when a rule changes: every worklog is re-extracted at the next sync
 PROBLEMS = ("gemv", "gemm", "dual_gemm", "group_gemm", "none")
 VERDICTS = ("improved", "regressed", "neutral", "failed", "proposed", "inconclusive")
 NOT_TECHNIQUES = {"sm90", "sm100", "nvfp4", "gemv", "dual-gemm", "group-gemm"}  # context, not a technique
@@ -66,6 +66,7 @@ PROBLEM_RX = [("dual_gemm", re.compile(r"dual[ _-]?gemm|\bdual M\d", _I)),
 
 _NUM = r"(\d+(?:\.\d+)?)"
 _UNIT = r"\s*(µs|μs|us|ms|ns)?"
+NEAR = 250  # characters either side of a unitless before -> after pair searched for a time unit
 _TIME_UNIT = re.compile(r"\d\s*(µs|μs|us|ms|ns)\b|\b(gpu )?(µs|μs|us)\b", _I)
 _END = r"(?!\d|\.\d)"
 ARROW = re.compile(r"(?<![\d.])" + _NUM + _UNIT + r"\s*(?:→|->|=>)\s*" + _NUM + _UNIT + _END)
@@ -305,6 +306,11 @@ def _text_figures(lines: list[str], start: int, end: int) -> list[dict]:
         block_unit = _unit(text) if _TIME_UNIT.search(text) else ""
         taken: list[tuple[int, int]] = []
 
+        def near(m, unit: str) -> str:
+            """The block's time unit for a unitless pair only when a time figure sits near it: a list
+            item of register counts must not borrow the µs of the next item."""
+            return unit if _TIME_UNIT.search(text[max(0, m.start() - NEAR):m.end() + NEAR]) else ""
+
         def add(m, before: float, after: float, unit: str):
             if not unit:
                 return
@@ -318,11 +324,11 @@ def _text_figures(lines: list[str], start: int, end: int) -> list[dict]:
                 if len(xs) == len(ys) and (len(xs) > 1 or rx is LIST_PAREN):
                     taken.append((m.start(), m.end()))
                     for x, y in zip(xs, ys):
-                        add(m, y, x, _unit(m.group(2) or "") or block_unit)
+                        add(m, y, x, _unit(m.group(2) or "") or near(m, block_unit))
         for rx, swap in ((ARROW, False), (FROM_TO, False), (VS, True)):
             for m in rx.finditer(text):
                 x, ux, y, uy = float(m.group(1)), m.group(2), float(m.group(3)), m.group(4)
-                unit = _unit(ux or "", uy or "") or block_unit
+                unit = _unit(ux or "", uy or "") or near(m, block_unit)
                 if any(s <= m.start() < e for s, e in taken):
                     continue
                 add(m, y, x, unit) if swap else add(m, x, y, unit)
