@@ -38,14 +38,14 @@ def _prepare(problem: str, groups: list):
     kernel, compiled, pre = host.compile_gemm(**cfg)
     tiles = [host.output_tiles(kernel.tile_m, kernel.tile_n, [m], [n]) for m, n, _l, _row in shapes]
     rows = [row for _m, _n, _l, row in shapes]
-    before, decoded = None, None
+    before, held = None, ()
     if pre is not None:  # A decoded by the pre-pass: the table points at its output
-        decoded, pre_table, pre_rows, k_tiles, rows = host.predecode_plan(kernel, rows, batches, groups[0][4].device)
+        buffers, pre_table, pre_rows, k_tiles, rows = host.predecode_plan(kernel, rows, batches, groups[0][4].device)
         before = (pre, [Int64(pre_table.data_ptr()), Int32(pre_rows), Int32(k_tiles)])
-        decoded = (decoded, pre_table)
+        held = (buffers, pre_table)
     table = host.tile_table(rows, tiles, groups[0][4].device)
     return cute_host.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)],
-                              keep_alive=(table, decoded), before=before)
+                              keep_alive=(table, *held), before=before)
 
 
 # The hot path (a launch already prepared for these tensors) is written out in each function:
