@@ -7,11 +7,11 @@ from ..registry import register_backend
 
 register_backend(
     "gemm", "sm90", target="kernels.sm90.gemm:run_gemm", capability=(9, 0),
-    description="warp-specialized fp16 wgmma (fp32 acc): weights (B) decoded in registers from global, A decoded once per CTA into smem by a producer warpgroup; split-K over a cluster",
+    description="warp-specialized fp16 wgmma (fp32 acc): weights (B) decoded in registers from global, A decoded once per call by a pre-pass and bulk-copied into smem by a producer warpgroup; split-K over a cluster",
 )
 register_backend(
     "dual_gemm", "sm90", target="kernels.sm90.gemm:run_dual_gemm", capability=(9, 0),
-    description="A decoded once for B1 and B2 (one consumer warpgroup each), silu(x1)*x2 fused in the epilogue",
+    description="A decoded once for B1 and B2 (the consumer warpgroups' blocks cover both; 3 of them for N3072), silu(x1)*x2 fused in the epilogue",
 )
 register_backend(
     "group_gemm", "sm90", target="kernels.sm90.gemm:run_group_gemm", capability=(9, 0),
