@@ -580,7 +580,6 @@ class Fp4GemmSm90:
         NACC = self.nacc
         BL = self.blocks
         lane = ctid % 32
-        warp = ctid // 32
         g, t = lane // 4, lane % 4
         # Rows g and g + 8 of each block's 16 rows of this warp (wrow: the first; byte offsets:
         # the host keeps N x K / 2 < 2^31); rows past N clamped, never stored.

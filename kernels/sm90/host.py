@@ -202,21 +202,21 @@ def predecode_plan(kernel, group_rows: list, batches: int, device):
     buffer of xbuf_bytes per batch, activation tile and k tile of each group, in that order."""
     import torch
 
-    sizes = [batches * -(-m // kernel.tile_m) * (k // TILE_K) * kernel.xbuf_bytes for *_, m, _n, k in group_rows]
-    out = torch.empty(sum(sizes), dtype=torch.uint8, device=device)
+    tiles = [(-(-m // kernel.tile_m), k // TILE_K) for *_, m, _n, k in group_rows]  # (activation, k) tiles
+    out = torch.empty(sum(batches * mt * kt for mt, kt in tiles) * kernel.xbuf_bytes, dtype=torch.uint8,
+                      device=device)
     base, pre, rows = out.data_ptr(), [], []
-    for row, size in zip(group_rows, sizes):
+    for row, (m_tiles, k_tiles) in zip(group_rows, tiles):
         m, k = row[7], row[9]
-        m_tiles, k_tiles = -(-m // kernel.tile_m), k // TILE_K
         for batch in range(batches):
             a, sfa = row[0] + batch * m * k // 2, row[3] + batch * m * k // 16
             for mt in range(m_tiles):
                 pre.append([a, sfa, base + (batch * m_tiles + mt) * k_tiles * kernel.xbuf_bytes, m, k,
                             mt * kernel.tile_m])
         rows.append([base, *row[1:]])
-        base += size
+        base += batches * m_tiles * k_tiles * kernel.xbuf_bytes
     table = torch.tensor(pre, dtype=torch.int64).to(device)
-    return out, table, len(pre), max(row[9] for row in group_rows) // TILE_K, rows
+    return out, table, len(pre), max(kt for _mt, kt in tiles), rows
 
 
 def tile_table(group_rows: list, tiles_per_group: list, device):

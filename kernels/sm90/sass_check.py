@@ -70,18 +70,18 @@ def check(name, cfg, build) -> dict:
     _kernel, compiled = build()
     sass = host.sass_of(compiled)
     ops = cute_host.sass_opcodes(sass)
-    main = name not in ("gemv", "predecode_a")  # a gemm-family main kernel
+    gemm_main = name not in ("gemv", "predecode_a")  # a gemm-family main kernel
     required = {"gemv": GEMV_REQUIRED, "predecode_a": PREDECODE_REQUIRED}.get(name, GEMM_REQUIRED)
-    if main and cfg.get("predecode"):
+    if gemm_main and cfg.get("predecode"):
         required = {**{op: why for op, why in required.items() if op != "LDGSTS"}, **PREDECODED}
-    if main and REG_SPLIT[(cfg["consumers"], cfg["blocks"])]:
+    if gemm_main and REG_SPLIT[(cfg["consumers"], cfg["blocks"])]:
         required = {**required, "USETMAXREG": "setmaxnreg: registers moved from the producer to the consumers"}
     failures = [f"no {op} ({why})" for op, why in required.items() if ops[op] == 0]
     failures += [f"{ops[op]} x {op} ({why})" for op, why in FORBIDDEN.items() if ops[op]]
-    if main and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") > 2:
+    if gemm_main and sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") > 2:
         failures.append("wgmma serialized: a full WARPGROUP.DEPBAR after each HGMMA")
     pending = f"WARPGROUP.DEPBAR.LE gsb0, {WGMMA_PENDING:#x}"
-    if main and pending not in sass:
+    if gemm_main and pending not in sass:
         failures.append(f"no {pending}: the main loop does not keep {WGMMA_PENDING} wgmma groups in flight")
     if name == "gemv":
         if not any("LDG" in line and ".128" in line for line in sass.splitlines()):
