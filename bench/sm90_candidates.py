@@ -96,7 +96,7 @@ def main() -> int:
     # sweep: a tiling that wins here would need a rule in host.choose_tiling, not a --config for every shape.
     as_dict = lambda row: parse_configs([f"{args.problem}:{row['candidate']}"])[args.problem]  # noqa: E731
     carried = [r for r in rows if total(r) is not None
-               and all(as_dict(r)[k] == v for k, v in as_dict(rows[0]).items() if k != "stages")]
+               and all(as_dict(r).get(k) == v for k, v in as_dict(rows[0]).items() if k != "stages")]
     base = total(rows[0])
     best = min(carried, key=total, default=rows[0])
     win = best if base is not None and total(best) <= base * (1 - args.margin) else rows[0]
