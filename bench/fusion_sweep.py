@@ -113,7 +113,8 @@ def ablate(sets) -> None:
     """The defaults against each of their parts switched off, on both halves (what each part is worth)."""
     f = search.FUSION
     defaults = {"context_weight": CONTEXT_WEIGHT, "bm25": (BM25_K1, BM25_B), "expand": search.EXPAND, "fusion": f,
-                "passage": search.SECTION_PASSAGE, "doc_weight": search.MODULE_DOC_WEIGHT}
+                "passage": search.SECTION_PASSAGE, "subtree": search.SUBTREE_PASSAGE,
+                "doc_weight": search.MODULE_DOC_WEIGHT}
     variants = {"defaults": {},  # each variant: what it changes in the defaults
                 "bm25 k1 0.9, b 0.5 (milder)": {"bm25": (0.9, 0.5)},
                 "no thesaurus": {"expand": False},
@@ -123,11 +124,13 @@ def ablate(sets) -> None:
                 "previous default (lexical-first-0.2)": {"expand": False,
                                                          "fusion": search.Fusion(beta=0.2, beta_decisive=0.2)},
                 "no section widening": {"passage": 0},
+                "no parent-heading widening": {"subtree": 0},
                 "module docstrings at full weight": {"doc_weight": 1.0}}
 
     def apply(v: dict) -> None:
         set_lexical(sets, v["context_weight"], *v["bm25"])
         search.EXPAND, search.SECTION_PASSAGE, search.MODULE_DOC_WEIGHT = v["expand"], v["passage"], v["doc_weight"]
+        search.SUBTREE_PASSAGE = v["subtree"]
 
     for split in ("tune", "report"):
         print(f"{split} halves: hybrid MRR@10 " + " ".join(f"{name:>12.12}" for name, _, _ in sets))

@@ -101,11 +101,9 @@ def test_shipped_eval_meets_targets(shipped_brain):
     assert report["n"] >= 30
     modes = report["modes"]
     hybrid = modes["hybrid"]
-    # 0.88, not 0.9, since the sm90 worklog's sections 13-14 joined the corpus: "how many SMs does the B200 have
-    # according to the worklog" wants a user worklog's table (192) and now ranks it 6th, below the project's own
-    # worklogs stating 148 (README "Retrieval").
+    # measured 0.912 / 0.917; one question of margin under each (34 questions)
     assert hybrid["hit@5"] >= 0.88, hybrid
-    assert hybrid["mrr@10"] >= 0.85, hybrid
+    assert hybrid["mrr@10"] >= 0.88, hybrid
     assert hybrid["mrr@10"] >= max(modes["bm25"]["mrr@10"], modes["dense"]["mrr@10"]) - 0.04, modes
     assert hybrid["no_results"] == 0 and set(hybrid["by_type"]) <= {"concept", "number", "why", "identifier",
                                                                     "error", "how-to", "paraphrase", "code"}
@@ -204,6 +202,29 @@ def test_a_prose_hit_reads_as_its_section_up_to_the_passage_cap():
     assert widen_to_section(snap, Hit("1", 1.0, texts[1], metas[1]), limit=len(texts[1])).text == texts[1]
     code = Hit("1", 1.0, texts[1], {**metas[1], "language": "python"})
     assert widen_to_section(snap, code) is code
+
+
+def test_a_prose_hit_then_reads_its_parent_headings_subtree_never_the_whole_document():
+    from brain.lexical import LexicalIndex
+    lines = ["## Gap analysis", "Three ideas follow.", "### Idea 1", "Prefetch the tensormap.", "### Idea 2",
+             "Build descriptors on the host.", "## Results", "unrelated"]
+    meta = dict(corpus="c", source="w.md", kind="reference", tags="", language="markdown", patterns="", context="")
+    gap = "T › Gap analysis"
+    spans = [(1, 2, gap), (3, 4, f"{gap} › Idea 1"), (5, 6, f"{gap} › Idea 2"), (7, 8, "T › Results")]
+    texts = ["\n".join(lines[a - 1:b]) for a, b, _ in spans]
+    metas = [{**meta, "section": sec, "start_line": a, "end_line": b} for a, b, sec in spans]
+    ids = ["0", "1", "2", "3"]
+    snap = Snapshot(1, ids, texts, metas, LexicalIndex.build(ids, texts))
+    # a subsection's hit reads its parent heading's text and its sibling, not the next top-level section
+    hit = widen_to_section(snap, Hit("2", 1.0, texts[2], metas[2]))
+    assert hit.text == "\n".join(lines[0:6]) and (hit.meta["start_line"], hit.meta["end_line"]) == (1, 6)
+    # a top-level section's hit reads its children; the title's other sections stay out
+    top = widen_to_section(snap, Hit("0", 1.0, texts[0], metas[0]))
+    assert top.text == "\n".join(lines[0:6]) and "unrelated" not in top.text
+    assert widen_to_section(snap, Hit("3", 1.0, texts[3], metas[3])).text == texts[3]
+    # the subtree cap bounds the growth past the section; no section widening means none past it either
+    assert widen_to_section(snap, Hit("2", 1.0, texts[2], metas[2]), subtree_limit=len(texts[2])).text == texts[2]
+    assert widen_to_section(snap, Hit("2", 1.0, texts[2], metas[2]), limit=0).text == texts[2]
 
 
 def test_eval_file_errors(tmp_path):
