@@ -121,6 +121,20 @@ def test_own_worklogs_eval_holds(shipped_brain):
     assert sum(r == 1.0 for r in rr) / len(rr) == pytest.approx(hybrid["hit@1"], abs=1e-3)
 
 
+def test_a_description_string_after_the_imports_is_the_modules_docstring():
+    from brain.lexical import LexicalIndex
+    from brain.chunking.python import chunk_python
+    desc = '"""\nA persistent blockscaled GEMM example.\n' + "It overlaps the epilogue with the mainloop.\n" * 8 + '"""'
+    src = "# license\n" * 30 + "import os\n" * 20 + f"\n{desc}\n\n\ndef run():\n    '''Run it.'''\n    return 1\n"
+    chunks = chunk_python(src, "gemm.py")
+    ids = [str(n) for n in range(len(chunks))]
+    metas = [dict(corpus="c", source="gemm.py", kind="code", tags="", language="python", patterns="", context="",
+                  section=c.section, start_line=c.start_line, end_line=c.end_line) for c in chunks]
+    snap = Snapshot(1, ids, [c.text for c in chunks], metas, LexicalIndex.build(ids, [c.text for c in chunks]))
+    described = [c.text for i, c in zip(ids, chunks) if i in snap.module_docs]
+    assert described == [desc] and chunks[[c.text for c in chunks].index(desc)].start_line > 40
+
+
 def test_module_docstrings_count_less_in_hybrid_only(shipped_brain, monkeypatch):
     import brain.search as search
     snap = shipped_brain.searcher.snapshot()
