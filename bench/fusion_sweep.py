@@ -125,6 +125,7 @@ def ablate(sets) -> None:
                                                          "fusion": search.Fusion(beta=0.2, beta_decisive=0.2)},
                 "no section widening": {"passage": 0},
                 "no parent-heading widening": {"subtree": 0},
+                "parent heading up to 2,000": {"subtree": 2000},
                 "module docstrings at full weight": {"doc_weight": 1.0}}
 
     def apply(v: dict) -> None:
