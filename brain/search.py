@@ -544,8 +544,9 @@ def widen_to_section(snap: "Snapshot", hit: Hit, limit: int | None = None, subtr
             and (o["section"] == top or o["section"].startswith(top + SECTION_SEP))
 
     text, start, end, lo, hi = hit.text, m["start_line"], m["end_line"], p, p
-    while hi + 1 < len(snap.ids) and in_section(hi + 1) and snap.metas[hi + 1]["end_line"] <= end:
-        hi += 1  # chunks expand_short already appended
+    while hi + 1 < len(snap.ids) and snap.metas[hi + 1]["source"] == m["source"] \
+            and snap.metas[hi + 1]["corpus"] == m["corpus"] and snap.metas[hi + 1]["end_line"] <= end:
+        hi += 1  # chunks expand_short already appended (an announced explanation may sit in the next section)
     limit = SECTION_PASSAGE if limit is None else limit
     subtree_limit = min(limit, SUBTREE_PASSAGE if subtree_limit is None else subtree_limit)
     for same, cap in ((in_section, limit), (in_subtree, subtree_limit)):

@@ -239,6 +239,12 @@ def test_a_prose_hit_then_reads_its_parent_headings_subtree_never_the_whole_docu
     # the subtree cap bounds the growth past the section; no section widening means none past it either
     assert widen_to_section(snap, Hit("2", 1.0, texts[2], metas[2]), subtree_limit=len(texts[2])).text == texts[2]
     assert widen_to_section(snap, Hit("2", 1.0, texts[2], metas[2]), limit=0).text == texts[2]
+    # a hit announcing what follows ("Three ideas follow:") took the next subsection already; widening goes on
+    # from there without repeating it
+    texts[0] = texts[0].replace("follow.", "follow:")
+    announced = expand_short(snap, Hit("0", 1.0, texts[0], metas[0]), short=False)
+    assert announced.meta["end_line"] == 4
+    assert widen_to_section(snap, announced).text == "\n".join(lines[0:6]).replace("follow.", "follow:")
 
 
 def test_eval_file_errors(tmp_path):
