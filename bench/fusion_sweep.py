@@ -116,13 +116,14 @@ def ablate(sets) -> None:
                 "passage": search.SECTION_PASSAGE, "subtree": search.SUBTREE_PASSAGE,
                 "doc_weight": search.MODULE_DOC_WEIGHT}
     variants = {"defaults": {},  # each variant: what it changes in the defaults
-                "bm25 k1 0.9, b 0.5 (milder)": {"bm25": (0.9, 0.5)},
-                "no thesaurus": {"expand": False},
+                "bm25s's default k1 1.5, b 0.75": {"bm25": (1.5, 0.75)},
+                f"thesaurus {'off' if search.EXPAND else 'on'}": {"expand": not search.EXPAND},
                 "context field weight 3": {"context_weight": 3},
                 "code cosine at full weight": {"fusion": replace(f, code_dense=1.0)},
-                "decisive-lead rule (gap 0.1, beta 0.2)": {"fusion": replace(f, gap=0.1, beta_decisive=0.2)},
-                "previous default (lexical-first-0.2)": {"expand": False,
-                                                         "fusion": search.Fusion(beta=0.2, beta_decisive=0.2)},
+                "no decisive-lead rule (gap 1)": {"fusion": replace(f, gap=1.0, beta_decisive=f.beta)},
+                "previous defaults": {  # until 2026-11-24: k1 1.5, b 0.75, thesaurus on, lexical-first-1-code0.75
+                    "bm25": (1.5, 0.75), "expand": True,
+                    "fusion": search.Fusion(beta=1.0, beta_decisive=1.0, code_dense=0.75)},
                 "no section widening": {"passage": 0},
                 "no parent-heading widening": {"subtree": 0},
                 "parent heading up to 2,000": {"subtree": 2000},

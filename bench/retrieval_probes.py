@@ -282,9 +282,13 @@ def probe_linear(sets, split, base):
                 continue
             f = Filters(corpus=q.get("corpus")).normalized()
             lists = b.searcher.retrieve(q["q"], f, "hybrid")
-            ids, x = _pool_features(now["snap"], now["vec"], lists)
-            pools[name].append((x, np.array([_relevant(now["snap"].texts[now["snap"].pos[i]], q["any"]) for i in ids],
-                                            float)))
+            snap = now["snap"]
+            ids, x = _pool_features(snap, now["vec"], lists)
+            fused = search.fuse(lists, code={i for i in ids if snap.metas[snap.pos[i]]["kind"] == "code"})
+            today = np.array([fused.get(i, 0.0) * (search.MODULE_DOC_WEIGHT if i in snap.module_docs else 1.0)
+                              for i in ids])
+            pools[name].append((x, np.array([_relevant(snap.texts[snap.pos[i]], q["any"]) for i in ids], float),
+                                today))
 
     def train(names, lam, steps=400, lr=0.5):
         w = np.zeros(9)
@@ -292,7 +296,7 @@ def probe_linear(sets, split, base):
         for _ in range(steps):
             grad = lam * w
             for n in names:
-                for x, y in pools[n]:
+                for x, y, _ in pools[n]:
                     if y.any():
                         s = x @ w
                         p = np.exp(s - s.max())
@@ -300,13 +304,12 @@ def probe_linear(sets, split, base):
             w -= lr * grad
         return w
 
-    def score(name, w):
-        firsts = [next((j for j, r in enumerate(np.argsort(-(x @ w), kind="stable")[:10]) if y[r]), None)
-                  for x, y in pools[name]]
+    def score(name, w=None):  # w None: today's fused scores
+        firsts = [next((j for j, r in enumerate(np.argsort(-(t if w is None else x @ w), kind="stable")[:10])
+                        if y[r]), None) for x, y, t in pools[name]]
         return mrr(firsts)
     pools = {n: p for n, p in pools.items() if p}
-    today = np.array([1, 1, 0, -0.25, 0, 0, 0, 0, 0], float)  # bm25/best + cosine, code cosine at 0.75
-    base = {n: score(n, today) for n in pools}  # chunk-level ranks, before passages widen and collapse
+    base = {n: score(n) for n in pools}  # chunk-level ranks, before passages widen and collapse
     report("today's fusion, same pool", base, base)
     for lam in (0.01, 0.1, 1.0):
         held = {n: score(n, train([o for o in pools if o != n], lam)) for n in pools}

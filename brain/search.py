@@ -192,13 +192,14 @@ def fuse(lists: dict[str, list[tuple[str, float]]], fusion: "str | Fusion | None
     return out
 
 
-# Chosen by bench/fusion_sweep.py on the tune halves of every eval set (see README "Retrieval").
-# lexical-first-1-code0.75 (bench/fusion_sweep.py, tune halves): bm25/best + 1.0 x cosine, a code chunk's cosine
-# counted at 0.75 (code is embedded through its natural-language view, brain/chunking/python.py, which the prose
-# embedding model reads well; raw code had earned only 0.25). The decisive-lead rule (gap < 1) was measured too
-# and did not win on the tune halves.
-FUSION = Fusion(beta=1.0, beta_decisive=1.0, code_dense=0.75)
-EXPAND = True  # thesaurus expansion of the lexical query (brain/thesaurus.py), weight chosen with FUSION
+# Chosen by bench/fusion_sweep.py on the tune halves of every eval set (README "Retrieval"), with bm25's k1 and b:
+# adaptive-0.25-0.2-1-code0.5, bm25/best + 1.0 x cosine, but only 0.2 x cosine when bm25's best score leads its
+# runner-up by a quarter (the lexical signal is decisive, so it keeps its order); a code chunk's cosine counts 0.5
+# (code is embedded through its natural-language view, brain/chunking/python.py). The thesaurus expansion tied
+# with it on the tune halves (best mean 0.809 with, 0.810 without) and the sweep's tie-break, the smallest
+# shortfall against the better single retriever, picked it off.
+FUSION = Fusion(beta=1.0, beta_decisive=0.2, gap=0.25, code_dense=0.5)
+EXPAND = False  # thesaurus expansion of the lexical query (brain/thesaurus.py); `match` still reads it
 
 # A module docstring describes its whole file, so it matches many questions about the file's code while the
 # answer (an identifier, a line) sits in the code itself: its fused score counts this much (tune halves of every
@@ -508,8 +509,9 @@ def _join(first: str, first_end: int, second: str, second_start: int) -> str:
 
 PROSE = ("markdown", "rst")
 SECTION_PASSAGE = HARD_MAX  # a prose hit grows within its section up to a readable passage (chunk cap)
-# ...then among the other sections under its parent heading up to this: the largest of 2,000 / 1,800 / 1,600 that
-# kept every tune half's mean top-5 passage within the 1,500 characters a reader is promised (README "Retrieval")
+# ...then among the other sections under its parent heading up to this: under the previous fusion, the largest of
+# 2,000 / 1,800 / 1,600 that kept every tune half's mean top-5 passage within the 1,500 characters a reader is
+# promised; under today's, one tune half (CUTLASS docs) reads 1,505 (README "Retrieval")
 SUBTREE_PASSAGE = 1800
 
 

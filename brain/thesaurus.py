@@ -4,7 +4,9 @@ Each row is a group of phrases that mean the same thing (or one strongly implies
 work. A query that contains every token of one phrase of a row is expanded, on the lexical side only, with
 the tokens of the row's other phrases at EXPANSION_WEIGHT (the query's own tokens weigh 1.0): "tensor memory"
 also looks for TMEM, "bulk tensor copy" for TMA. Dense search needs no help here (the embedding model sees
-the words), and an expansion never outranks an exact match because it is down-weighted.
+the words), and an expansion never outranks an exact match because it is down-weighted. Search expands only
+when brain.search.EXPAND is on (the tune halves chose it off with today's bm25 parameters; README "Retrieval");
+`match` always reads the table, so a query named only by a row's other phrases is not "nothing matched".
 
 Keep rows about the field, not about one corpus or one question; README "Retrieval" lists the table.
 """
