@@ -187,15 +187,3 @@ def test_shipped_kernels_are_passage_sized_and_keep_their_marked_regions():
             assert parts, (f.name, r.start)
             assert parts[0].start_line == r.start and parts[-1].end_line == r.end
     assert marked >= 30
-
-
-def test_file_context_reads_a_description_placed_after_the_imports():
-    # the CUTLASS examples describe themselves in a string after the license and the imports, not a docstring
-    src = ("# Copyright (c) NVIDIA\n# license text\nimport math\nimport cutlass\n\n"
-           '"""\nA persistent blockscaled GEMM for Blackwell. More detail follows.\n"""\n\n\n'
-           "class Gemm:\n    def run(self):\n        return 1\n")
-    chunks = chunk_python(src, "examples/gemm.py")
-    assert all(c.context.startswith("examples gemm (A persistent blockscaled GEMM for Blackwell.)") for c in chunks)
-    # a string after the first definition documents something else
-    late = "import math\n\n\ndef f():\n    return 1\n\n\n'''Not the file's description.'''\n"
-    assert all("description" not in c.context for c in chunk_python(late, "late.py"))

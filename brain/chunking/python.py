@@ -284,24 +284,13 @@ def identifier_words(identifier: str) -> list[str]:
     return out
 
 
-def _module_description(tree: ast.Module) -> str:
-    """The module's docstring or, as in the CUTLASS examples, a module-level string placed after the license and
-    the imports, before the first definition: either way, the file describing itself."""
-    for stmt in tree.body:
-        if isinstance(stmt, _DEFS):
-            break  # a string after the first definition documents something else
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
-            return stmt.value.value
-    return ""
-
-
 def _file_context(source: str, tree: ast.Module) -> str:
     """The file's path as words and the start of its module docstring's first sentence, within FILE_CONTEXT
     characters: `quack blockscaled quantize (Minimal MX / NVFP4 quantization ...)`. Every chunk of the file
     carries it, so a question naming the kernel or the file reaches the chunks of that file."""
     words = " ".join(dict.fromkeys(w for p in PurePosixPath(source).with_suffix("").parts
                                    for w in identifier_words(p)))
-    doc = re.sub(r"[=\-~*#]{3,}", " ", _module_description(tree))  # rst underlines
+    doc = re.sub(r"[=\-~*#]{3,}", " ", ast.get_docstring(tree) or "")  # rst underlines
     sentence = " ".join(re.split(r"(?<=[.!?])\s|\n\s*\n", doc.strip(), maxsplit=1)[0].split())
     room = FILE_CONTEXT - len(words) - 3
     if sentence and room >= 20:
