@@ -366,7 +366,10 @@ def _is_shift4(node: ast.AST) -> bool:
 
 
 def _value_table(node: ast.AST) -> bool:
-    """A literal table of 8 or 16 numbers with a fraction in it: the values of a narrow format's codes."""
+    """A literal table of 8 or 16 numbers with a fraction in it: the values of a narrow format's codes (written as
+    is, or wrapped in torch.tensor([...]) / np.array([...]))."""
+    if isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
     if not isinstance(node, (ast.Tuple, ast.List)) or len(node.elts) not in (8, 16):
         return False
     nums = [e.operand if isinstance(e, ast.UnaryOp) else e for e in node.elts]
@@ -471,7 +474,8 @@ class _Finder(ast.NodeVisitor):
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         const = node.right.value if isinstance(node.right, ast.Constant) else None
-        if isinstance(node.op, ast.BitAnd) and const in (0xF, 0xF0) and id(node) not in self.packing:
+        table = isinstance(node.left, ast.BinOp) and isinstance(node.left.left, ast.Constant)
+        if isinstance(node.op, ast.BitAnd) and const in (0xF, 0xF0) and id(node) not in self.packing and not table:
             self.hit(["fp4-decode"], node.lineno)  # a nibble taken out of a packed byte
         if _is_shift4(node):  # (x & 0xF) << 4 and lo | (hi << 4) put nibbles into a byte: packing, not decoding
             self.packing.add(id(node.left))

@@ -183,6 +183,14 @@ def test_rules_from_the_second_tuning_set_do_not_fire_on_look_alikes(src, name):
     assert name not in detected(src)
 
 
+def test_rules_from_the_third_tuning_set():
+    # bench/patterns_labelled_c.json (CUTLASS examples read from the git mirror): a decode table built as a tensor
+    # is a decode table; a nibble of a constant (a lane permutation table) decodes no data
+    assert "fp4-decode" in detected("FP4_DECODE_TABLE = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])")
+    assert "fp4-decode" not in detected("src_lane = (0x3021 >> (tid * 4)) & 0xF")
+    assert "fp4-decode" in detected("lo = (raw >> (i * 4)) & 0xF")  # data shifted then masked still decodes
+
+
 def test_a_cp_async_copy_is_known_by_the_op_that_made_its_atom():
     src = ("atom = cute.make_copy_atom(cpasync.CopyG2SOp(), Float32, num_bits_per_copy=32)\n"
            "tiled = cute.make_tiled_copy_tv(atom, cute.make_layout((32,)), cute.make_layout((1,)))\n"

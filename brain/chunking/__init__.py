@@ -12,7 +12,7 @@ from typing import Callable
 
 from brain import BrainError
 
-CHUNKER_VERSION = 12  # bump when chunk boundaries or metadata change: the next ingest re-chunks every file
+CHUNKER_VERSION = 14  # bump when chunk boundaries or metadata change: the next ingest re-chunks every file
 MAX_CHARS = 1200  # size cap for packing prose blocks into one chunk
 HARD_MAX = 2000  # no chunk is larger (bar a single line longer than this): a passage must stay readable
 PACK_MIN, PACK_MAX = 600, 1800  # pieces cut from a larger unit aim for this range, so each still answers something
