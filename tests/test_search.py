@@ -197,16 +197,21 @@ def test_an_announcing_hit_gets_its_explanation():
     assert expand_short(snap, plain, short=False) is plain
 
 
-def test_a_prose_hit_reads_as_its_section_up_to_the_passage_cap():
+def _markdown_snapshot(lines: list[str], spans: list[tuple[int, int, str]]):
+    """A snapshot of one markdown file cut into `spans` (first line, last line, section): (snap, texts, metas)."""
     from brain.lexical import LexicalIndex
-    lines = ["## Limits", "", "The cap is 228 KB.", "", "| stages | smem |", "| 4 | 200 KB |", "", "Past it, launch fails.",
-             "## Other", "unrelated"]
     meta = dict(corpus="c", source="w.md", kind="reference", tags="", language="markdown", patterns="", context="")
-    spans = [(1, 3, "T › Limits"), (5, 6, "T › Limits"), (8, 8, "T › Limits"), (9, 10, "T › Other")]
     texts = ["\n".join(lines[a - 1:b]) for a, b, _ in spans]
     metas = [{**meta, "section": sec, "start_line": a, "end_line": b} for a, b, sec in spans]
-    ids = ["0", "1", "2", "3"]
-    snap = Snapshot(1, ids, texts, metas, LexicalIndex.build(ids, texts))
+    ids = [str(n) for n in range(len(spans))]
+    return Snapshot(1, ids, texts, metas, LexicalIndex.build(ids, texts)), texts, metas
+
+
+def test_a_prose_hit_reads_as_its_section_up_to_the_passage_cap():
+    lines = ["## Limits", "", "The cap is 228 KB.", "", "| stages | smem |", "| 4 | 200 KB |", "", "Past it, launch fails.",
+             "## Other", "unrelated"]
+    snap, texts, metas = _markdown_snapshot(
+        lines, [(1, 3, "T › Limits"), (5, 6, "T › Limits"), (8, 8, "T › Limits"), (9, 10, "T › Other")])
     hit = widen_to_section(snap, Hit("1", 1.0, texts[1], metas[1]))
     # the whole section, exactly its lines (blank lines between pieces restored), never the next section
     assert hit.text == "\n".join(lines[0:8]) and (hit.meta["start_line"], hit.meta["end_line"]) == (1, 8)
@@ -219,16 +224,11 @@ def test_a_prose_hit_reads_as_its_section_up_to_the_passage_cap():
 
 
 def test_a_prose_hit_then_reads_its_parent_headings_subtree_never_the_whole_document():
-    from brain.lexical import LexicalIndex
     lines = ["## Gap analysis", "Three ideas follow.", "### Idea 1", "Prefetch the tensormap.", "### Idea 2",
              "Build descriptors on the host.", "## Results", "unrelated"]
-    meta = dict(corpus="c", source="w.md", kind="reference", tags="", language="markdown", patterns="", context="")
     gap = "T › Gap analysis"
-    spans = [(1, 2, gap), (3, 4, f"{gap} › Idea 1"), (5, 6, f"{gap} › Idea 2"), (7, 8, "T › Results")]
-    texts = ["\n".join(lines[a - 1:b]) for a, b, _ in spans]
-    metas = [{**meta, "section": sec, "start_line": a, "end_line": b} for a, b, sec in spans]
-    ids = ["0", "1", "2", "3"]
-    snap = Snapshot(1, ids, texts, metas, LexicalIndex.build(ids, texts))
+    snap, texts, metas = _markdown_snapshot(
+        lines, [(1, 2, gap), (3, 4, f"{gap} › Idea 1"), (5, 6, f"{gap} › Idea 2"), (7, 8, "T › Results")])
     # a subsection's hit reads its parent heading's text and its sibling, not the next top-level section
     hit = widen_to_section(snap, Hit("2", 1.0, texts[2], metas[2]))
     assert hit.text == "\n".join(lines[0:6]) and (hit.meta["start_line"], hit.meta["end_line"]) == (1, 6)
