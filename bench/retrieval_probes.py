@@ -205,14 +205,12 @@ def probe_bigrams(sets, split, base):
         fs.set_lexical(sets)
 
 
-def _capture_queries(sets) -> dict:
-    """Make each searcher record the query, snapshot and query vector of its current retrieval."""
+def _capture_queries(searchers) -> dict:
+    """Make each searcher record the query and snapshot of its current retrieval (undo: del s.retrieve)."""
     now = {}
-    for b in {id(b): b for _, _, b in sets}.values():
-        s = b.searcher
-
+    for s in searchers:
         def retrieve(query, f, mode, n=search.POOL, snap=None, s=s, orig=s.retrieve):
-            now.update(query=query, snap=snap or s.snapshot(), vec=s.embedder.encode_query(query))
+            now.update(query=query, snap=snap or s.snapshot())
             return orig(query, f, mode, n, now["snap"])
         s.retrieve = retrieve
     return now
@@ -228,9 +226,10 @@ def _unit(m: dict) -> tuple:
 
 
 def probe_section(sets, split, base):
-    now, units = _capture_queries(sets), {}
-    for b in {id(b): b for _, _, b in sets}.values():
-        snap = b.searcher.snapshot()
+    searchers = [b.searcher for b in {id(b): b for _, _, b in sets}.values()]
+    now, units = _capture_queries(searchers), {}
+    for s in searchers:
+        snap = s.snapshot()
         groups: dict[tuple, list[int]] = {}
         for p, m in enumerate(snap.metas):
             groups.setdefault(_unit(m), []).append(p)
@@ -256,6 +255,8 @@ def probe_section(sets, split, base):
             report(f"section bm25 x {g}", {n: r["hybrid"]["mrr@10"] for n, r in fs.run(sets, split).items()}, base)
     finally:
         search.fuse = plain
+        for s in searchers:
+            del s.retrieve  # the class's own method again
 
 
 def _pool_features(snap, vec, lists) -> tuple[list[str], np.ndarray]:
@@ -274,19 +275,18 @@ def _pool_features(snap, vec, lists) -> tuple[list[str], np.ndarray]:
 
 
 def probe_linear(sets, split, base):
-    now, pools = _capture_queries(sets), {}
+    pools = {}
     for name, qs, b in sets:
         pools[name] = []
+        s = b.searcher
+        snap = s.snapshot()
         for q in select(qs, split):
             if q.get("mode") == "pitfall":
                 continue
-            f = Filters(corpus=q.get("corpus")).normalized()
-            lists = b.searcher.retrieve(q["q"], f, "hybrid")
-            snap = now["snap"]
-            ids, x = _pool_features(snap, now["vec"], lists)
-            fused = search.fuse(lists, code={i for i in ids if snap.metas[snap.pos[i]]["kind"] == "code"})
-            today = np.array([fused.get(i, 0.0) * (search.MODULE_DOC_WEIGHT if i in snap.module_docs else 1.0)
-                              for i in ids])
+            lists = s.retrieve(q["q"], Filters(corpus=q.get("corpus")).normalized(), "hybrid", snap=snap)
+            ids, x = _pool_features(snap, s.embedder.encode_query(q["q"]), lists)
+            fused = s.scores(snap, q["q"], lists)
+            today = np.array([fused.get(i, 0.0) for i in ids])
             pools[name].append((x, np.array([_relevant(snap.texts[snap.pos[i]], q["any"]) for i in ids], float),
                                 today))
 

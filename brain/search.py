@@ -341,11 +341,7 @@ class Searcher:
         match = self.match(snap, query, lists)
         if match == "none":
             return Hits([], "none")
-        code = {i for i, _ in lists.get("dense", []) if snap.metas[snap.pos[i]]["kind"] == "code"}
-        fused = fuse(lists, fusion, identifier_hit=self._identifier_hit(snap, query, lists.get("bm25")), code=code)
-        if mode == "hybrid":  # bm25 and dense alone stay the plain retrievers they are compared with
-            for i in snap.module_docs & fused.keys():
-                fused[i] *= MODULE_DOC_WEIGHT
+        fused = self.scores(snap, query, lists, mode, fusion)
         order = sorted(fused, key=lambda i: -fused[i])
         ranks = {name: {j: r for r, (j, _) in enumerate(ranked, 1)} for name, ranked in lists.items()}
         # passages are widened before duplicates collapse: a hit whose lines a better one now holds is dropped
@@ -353,6 +349,16 @@ class Searcher:
             i, fused[i], snap.texts[snap.pos[i]], snap.metas[snap.pos[i]],
             {name: r[i] for name, r in ranks.items() if i in r}), short=expand)) for i in order), k)
         return Hits(hits, match)
+
+    def scores(self, snap: Snapshot, query: str, lists: dict[str, list[tuple[str, float]]], mode: str = "hybrid",
+               fusion: "str | Fusion | None" = None) -> dict[str, float]:
+        """The score `search` ranks by: the retrievers' lists fused, module docstrings weighted down in hybrid."""
+        code = {i for i, _ in lists.get("dense", []) if snap.metas[snap.pos[i]]["kind"] == "code"}
+        fused = fuse(lists, fusion, identifier_hit=self._identifier_hit(snap, query, lists.get("bm25")), code=code)
+        if mode == "hybrid":  # bm25 and dense alone stay the plain retrievers they are compared with
+            for i in snap.module_docs & fused.keys():
+                fused[i] *= MODULE_DOC_WEIGHT
+        return fused
 
     @staticmethod
     def _identifier_hit(snap: Snapshot, query: str, bm25: list[tuple[str, float]] | None) -> bool:
