@@ -474,7 +474,8 @@ class _Finder(ast.NodeVisitor):
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         const = node.right.value if isinstance(node.right, ast.Constant) else None
-        table = isinstance(node.left, ast.BinOp) and isinstance(node.left.left, ast.Constant)
+        table = isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.RShift) \
+            and isinstance(node.left.left, ast.Constant)  # (0x3021 >> (tid * 4)) & 0xF: a lane table, no data
         if isinstance(node.op, ast.BitAnd) and const in (0xF, 0xF0) and id(node) not in self.packing and not table:
             self.hit(["fp4-decode"], node.lineno)  # a nibble taken out of a packed byte
         if _is_shift4(node):  # (x & 0xF) << 4 and lo | (hi << 4) put nibbles into a byte: packing, not decoding

@@ -189,6 +189,7 @@ def test_rules_from_the_third_tuning_set():
     assert "fp4-decode" in detected("FP4_DECODE_TABLE = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])")
     assert "fp4-decode" not in detected("src_lane = (0x3021 >> (tid * 4)) & 0xF")
     assert "fp4-decode" in detected("lo = (raw >> (i * 4)) & 0xF")  # data shifted then masked still decodes
+    assert "fp4-decode" in detected("lo = (1 + raw) & 0xF")  # only a shifted constant is a table
 
 
 def test_a_cp_async_copy_is_known_by_the_op_that_made_its_atom():
