@@ -34,7 +34,7 @@ from brain.service import Brain  # noqa: E402
 
 # Context field weights 2 and 3 won on the tune halves but lost on every report half (--ablate, README): the
 # field is kept at weight 1 and the sweep no longer varies it. bm25 (k1, b): bm25s's default and two milder ones
-# ((0.9, 0.5) is best on the tune halves, but short of CONFIDENCE: brain/lexical.py keeps the default).
+# ((0.9, 0.5), with the fusion it came with, cleared CONFIDENCE on 2026-11-24 and is brain/lexical.py's default).
 BM25_PARAMS = ((1.5, 0.75), (1.2, 0.6), (0.9, 0.5))
 EXPANSIONS = (0.0, 0.15)  # 0: thesaurus off (0.3 and 0.5 lost on every tune half in earlier sweeps)
 MODULE_DOC_WEIGHTS = (1.0, 0.85, 0.7)  # 1: module docstrings rank as any chunk

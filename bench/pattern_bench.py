@@ -105,7 +105,7 @@ def read_labels(path: str) -> dict:
         raise SystemExit(f"error: cannot read labels {path}: {e}")
 
 
-def cuda_sources_present(sources: dict) -> bool:
+def sources_present(sources: dict) -> bool:
     return all(Path(src.get("git") or src["dir"]).is_dir() for src in sources.values())
 
 
@@ -234,14 +234,14 @@ def main() -> int:
         return 2
     doc = load_labels(args.labels or [str(ROOT / "bench" / name)
                                        for name in ("patterns_labelled.json", "patterns_labelled_b.json")])
-    absent = [f for f, src in doc["read"].items() if src and not cuda_sources_present(src)]
+    absent = [f for f, src in doc["read"].items() if src and not sources_present(src)]
     if absent:  # files read from the CUTLASS mirror: scored where the mirror is
         print(f"note: {len(absent)} labelled files are read from a git mirror this machine lacks: not scored",
               file=sys.stderr)
         for split in ("tuning", "reporting"):
             doc[split] = [f for f in doc[split] if f not in absent]
     cdoc = read_labels(args.cuda_labels) if cuda else None
-    if cuda and args.set is None and not cuda_sources_present(cdoc["sources"]):
+    if cuda and args.set is None and not sources_present(cdoc["sources"]):
         print("note: the CUTLASS mirror or the CUDA headers are not on this machine: C/C++/CUDA not scored",
               file=sys.stderr)
         cuda = False
