@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from brain import BrainError
+from brain import BrainError, Unavailable
 from brain.chunking import HARD_MAX, SECTION_SEP
 from brain.config import Settings
 from brain.embed import Embedder
@@ -272,7 +272,12 @@ class Searcher:
                 if cached:
                     ids, texts, metas, vectors = cached.ids, cached.texts, cached.metas, cached.vectors
                 else:
-                    ids, texts, metas, vectors = self.store.records_with_vectors(m.ids())
+                    try:
+                        ids, texts, metas, vectors = self.store.records_with_vectors(m.ids())
+                    except Unavailable:
+                        if self._snap is None:
+                            raise
+                        return self._snap  # keep answering from the last complete snapshot; the next call retries
                     after = self.store.generation(max_age=0)
                     if after != m.generation:  # a write landed while reading: read again
                         m = self.store.load_manifest()
@@ -283,6 +288,8 @@ class Searcher:
                     lex = LexicalIndex.of_chunks(ids, texts, metas)
                     self.store.save_lexical(lex, m.generation)
                 self._snap = Snapshot(m.generation, ids, texts, metas, lex, vectors)
+            if self._snap is None:
+                raise Unavailable("the index changed five times while being read; try again")
             return self._snap
         finally:
             self._lock.release()

@@ -43,6 +43,7 @@ from brain.lexical import LexicalIndex
 
 MANIFEST_VERSION = 1
 _PAGE = 2000  # Chroma get() page size
+READ_TRIES = 4  # tries of one page read that races a write
 LEGACY_INDEX = "brain"  # what a manifest written before index names were recorded was built as
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,100}[A-Za-z0-9]$")
 POLL_SECONDS = 1.0  # server mode: how stale a reader's view of the generation may be
@@ -197,7 +198,16 @@ class Store:
         """Every record of `collection` (this index's, or a side collection), one get() page at a time."""
         offset = 0
         while True:
-            page = self._call(what, collection.get, include=include, limit=_PAGE, offset=offset)
+            for attempt in range(READ_TRIES):
+                try:
+                    page = self._call(what, collection.get, include=include, limit=_PAGE, offset=offset)
+                    break
+                except Unavailable as e:
+                    # an embedded Chroma read racing a write fails now and then ("Error finding id") with the
+                    # index intact: read the page again; readers that need one generation check it afterwards
+                    if attempt == READ_TRIES - 1 or "Internal error" not in str(e):
+                        raise
+                    time.sleep(0.02 * (attempt + 1))
             yield page
             if len(page["ids"]) < _PAGE:
                 return

@@ -113,6 +113,50 @@ def test_ingest_killed_by_signal_is_brought_back_to_consistency(tmp_path, make_b
     assert len(brain.chunks()) == 300
 
 
+class _Flaky:
+    """A Chroma collection whose get() fails as an embedded Chroma read racing a write does, `fails` times."""
+    def __init__(self, inner, fails):
+        self.inner, self.fails = inner, fails
+
+    def get(self, *a, **k):
+        if self.fails:
+            self.fails -= 1
+            raise RuntimeError("Error executing plan: Internal error: Error finding id")
+        return self.inner.get(*a, **k)
+
+
+def test_a_read_racing_a_write_is_read_again(tmp_path, make_brain):
+    docs = tmp_path / "docs"
+    _write(docs / "a.md", "# A\n\nalpha text about TMA loads\n")
+    make_brain().ingest([corpus(docs)])
+    reader = make_brain()  # a new process, without the file cache: it reads Chroma
+    (reader.store.home / "snapshot.npz").unlink()
+    reader.store._collection = _Flaky(reader.store.collection, fails=2)
+    assert reader.search("TMA loads", k=1)["results"][0]["source"] == "a.md"
+    assert reader.store._collection.fails == 0
+
+
+def test_a_failing_read_keeps_the_last_snapshot(tmp_path, make_brain):
+    docs = tmp_path / "docs"
+    _write(docs / "a.md", "# A\n\nalpha text about TMA loads\n")
+    make_brain().ingest([corpus(docs)])
+    reader = make_brain()
+    assert reader.search("TMA loads", k=1)["results"][0]["source"] == "a.md"
+    _write(docs / "b.md", "# B\n\nbeta text about tensor memory\n")
+    make_brain().ingest([corpus(docs)])  # another writer: a new generation the reader must read from Chroma
+    (reader.store.home / "snapshot.npz").unlink()
+    reader.store._collection = _Flaky(reader.store.collection, fails=100)
+    assert reader.search("TMA loads", k=1)["results"][0]["source"] == "a.md"  # the last complete snapshot
+    reader.store._collection.fails = 0
+    assert reader.search("tensor memory", k=1)["results"][0]["source"] == "b.md"  # caught up once Chroma reads
+
+    cold = make_brain()  # nothing to fall back on: one clear error, not a traceback
+    (cold.store.home / "snapshot.npz").unlink()
+    cold.store._collection = _Flaky(cold.store.collection, fails=100)
+    with pytest.raises(BrainError, match="failed to read chunks: .*Error finding id"):
+        cold.search("TMA loads", k=1)
+
+
 def test_bad_input(tmp_path, make_brain):
     docs = tmp_path / "docs"
     _write(docs / "ok.md", "# ok\n\ntext\n")
