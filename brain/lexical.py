@@ -41,25 +41,6 @@ STOPWORDS = frozenset(
 
 _STEMMER = Stemmer.Stemmer("english")
 
-# Abbreviations that kernel code writes inside identifiers and prose spells out (`fmha_bwd`, `acc_tmp`,
-# `sfa_ptr`): a token that is one of them also stands for the words, on both sides, as a stem stands for its
-# word, so "backward" finds `bwd` and `bwd` finds "backward". Kept to abbreviations with one reading in this field.
-ABBREVIATIONS = {
-    "fwd": "forward", "bwd": "backward", "grad": "gradient", "grads": "gradient", "attn": "attention",
-    "acc": "accumulator", "accum": "accumulator", "idx": "index", "cnt": "count", "num": "number",
-    "buf": "buffer", "ptr": "pointer", "tmp": "temporary", "init": "initialize", "alloc": "allocate",
-    "dealloc": "deallocate", "sync": "synchronize", "src": "source", "dst": "destination", "cfg": "configuration",
-    "param": "parameter", "params": "parameter", "arg": "argument", "args": "argument", "dim": "dimension",
-    "coord": "coordinate", "elem": "element", "blk": "block", "thr": "thread", "tid": "thread", "reg": "register",
-    "regs": "register", "mem": "memory", "prod": "producer", "cons": "consumer", "mbar": "barrier",
-    "sf": "scale factor", "sfa": "scale factor", "sfb": "scale factor", "smem": "shared memory",
-    "tmem": "tensor memory", "gmem": "global memory", "rmem": "register", "quant": "quantize",
-    "dequant": "dequantize", "epi": "epilogue", "sched": "scheduler", "desc": "descriptor", "seq": "sequence",
-    "len": "length", "val": "value", "vals": "value", "cur": "current", "curr": "current", "prev": "previous",
-    "pred": "predicate", "wg": "warpgroup", "mul": "multiply", "div": "divide", "calc": "calculate",
-    "impl": "implementation",
-}
-
 
 def _stem(word: str) -> str:
     """Snowball-stem plain English words; identifiers and anything with digits stay exact."""
@@ -98,7 +79,6 @@ def tokenize(text: str) -> list[str]:
             # the whole identifier stays exact; its parts are stemmed like prose words so they meet prose
             out.append(low)
             out.extend(sorted({_stem(p) for p in parts - {low} if p not in STOPWORDS}))
-        out.extend(_stem(w) for p in sorted(parts) if p in ABBREVIATIONS for w in ABBREVIATIONS[p].split())
     return out
 
 
@@ -109,7 +89,7 @@ CONTEXT_WEIGHT = 1  # the context line's tokens count this many times: 2-3 won o
 # ahead of the previous defaults in 97.1% of bootstrap resamples of the tune questions (the sweep asks 95%; it was
 # 93.7% before parent-heading passages). Report halves: mean MRR@10 0.791 -> 0.793 (README "Retrieval").
 BM25_K1, BM25_B = 0.9, 0.5
-INDEX_VERSION = 4  # bump when tokenize() or the document composition changes: a saved index is then rebuilt
+INDEX_VERSION = 3  # bump when tokenize() or the document composition changes: a saved index is then rebuilt
 
 
 def _version() -> str:  # a saved index built with another weight or other bm25 parameters is stale
