@@ -126,6 +126,7 @@ def ablate(sets) -> None:
                     "fusion": search.Fusion(beta=1.0, beta_decisive=1.0, code_dense=0.75)},
                 "no section widening": {"passage": 0},
                 "no parent-heading widening": {"subtree": 0},
+                "parent heading up to 1,800": {"subtree": 1800},
                 "parent heading up to 2,000": {"subtree": 2000},
                 "module docstrings at full weight": {"doc_weight": 1.0}}
 
