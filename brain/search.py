@@ -549,18 +549,19 @@ def widen_to_section(snap: "Snapshot", hit: Hit, limit: int | None = None, subtr
         return hit
     top = _subtree(m["section"])
 
+    def in_file(q: int) -> bool:
+        return (snap.metas[q]["corpus"], snap.metas[q]["source"]) == (m["corpus"], m["source"])
+
     def in_section(q: int) -> bool:
-        o = snap.metas[q]
-        return (o["corpus"], o["source"], o["section"]) == (m["corpus"], m["source"], m["section"])
+        return in_file(q) and snap.metas[q]["section"] == m["section"]
 
     def in_subtree(q: int) -> bool:
         o = snap.metas[q]
-        return (o["corpus"], o["source"]) == (m["corpus"], m["source"]) and o["language"] in PROSE \
+        return in_file(q) and o["language"] in PROSE \
             and (o["section"] == top or o["section"].startswith(top + SECTION_SEP))
 
     text, start, end, lo, hi = hit.text, m["start_line"], m["end_line"], p, p
-    while hi + 1 < len(snap.ids) and snap.metas[hi + 1]["source"] == m["source"] \
-            and snap.metas[hi + 1]["corpus"] == m["corpus"] and snap.metas[hi + 1]["end_line"] <= end:
+    while hi + 1 < len(snap.ids) and in_file(hi + 1) and snap.metas[hi + 1]["end_line"] <= end:
         hi += 1  # chunks expand_short already appended (an announced explanation may sit in the next section)
     limit = SECTION_PASSAGE if limit is None else limit
     subtree_limit = min(limit, SUBTREE_PASSAGE if subtree_limit is None else subtree_limit)
