@@ -202,12 +202,12 @@ def predecode_plan(kernel, group_rows: list, batches: int, device):
     buffer of xbuf_bytes per batch, activation tile and k tile of each group, in that order."""
     import torch
 
-    tiles = [(-(-m // kernel.tile_m), k // TILE_K) for *_, m, _n, k in group_rows]  # (activation, k) tiles
-    out = torch.empty(sum(batches * mt * kt for mt, kt in tiles) * kernel.xbuf_bytes, dtype=torch.uint8,
+    # M, K and the (activation, k) tiles of each group
+    shapes = [(m, k, -(-m // kernel.tile_m), k // TILE_K) for *_, m, _n, k in group_rows]
+    out = torch.empty(sum(batches * mt * kt for _m, _k, mt, kt in shapes) * kernel.xbuf_bytes, dtype=torch.uint8,
                       device=device)
     base, pre, rows = out.data_ptr(), [], []
-    for row, (m_tiles, k_tiles) in zip(group_rows, tiles):
-        m, k = row[7], row[9]
+    for row, (m, k, m_tiles, k_tiles) in zip(group_rows, shapes):
         for batch in range(batches):
             a, sfa = row[0] + batch * m * k // 2, row[3] + batch * m * k // 16
             for mt in range(m_tiles):
@@ -216,7 +216,7 @@ def predecode_plan(kernel, group_rows: list, batches: int, device):
         rows.append([base, *row[1:]])
         base += batches * m_tiles * k_tiles * kernel.xbuf_bytes
     table = torch.tensor(pre, dtype=torch.int64).to(device)
-    return out, table, len(pre), max(kt for _mt, kt in tiles), rows
+    return out, table, len(pre), max(kt for *_, kt in shapes), rows
 
 
 def tile_table(group_rows: list, tiles_per_group: list, device):
