@@ -411,13 +411,13 @@ def launcher(compiled, args: Sequence, keep_alive: Any = None, before: tuple | N
     import torch
 
     current, side = torch.cuda.current_stream(), torch.cuda.Stream()
-    direct = packed_launcher(compiled, side.cuda_stream, args, keep_alive)
+    launches = [packed_launcher(compiled, side.cuda_stream, args, keep_alive)]
     if before is not None:
-        first, main = packed_launcher(before[0], side.cuda_stream, before[1]), direct
+        launches.insert(0, packed_launcher(before[0], side.cuda_stream, before[1]))
 
-        def direct():
-            first()
-            main()
+    def direct():  # run twice, at set-up: once for real, once under capture
+        for launch in launches:
+            launch()
     side.wait_stream(current)  # the inputs may still be being written on the current stream
     direct()
     graph = torch.cuda.CUDAGraph()
