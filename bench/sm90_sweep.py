@@ -149,7 +149,7 @@ def main() -> int:
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--dram-tbs", type=float, default=3.0, help="DRAM bandwidth for the limit (issue 7: 3.0 TB/s)")
     ap.add_argument("--bf16-tflops", type=float, default=783.0, help="bf16 peak for the limit (issue 7: 783)")
-    ap.add_argument("--config", action="append", help="problem:key=value,.. overriding kernels.sm90.host.CONFIG (gemm family: x_tile, blocks, consumers, split_k, stages; gemv: rows_per_warp, unroll)")
+    ap.add_argument("--config", action="append", help="problem:key=value,.. overriding kernels.sm90.host.CONFIG (gemm family: x_tile, blocks, consumers, split_k, stages, predecode; gemv: rows_per_warp, unroll)")
     ap.add_argument("--bench-problems", help="benchmark only these problems (default: --problems)")
     ap.add_argument("--profile-host", action="store_true", help="cProfile 100 calls per problem (host overhead)")
     ap.add_argument("--json", help="also write all results to this file")
