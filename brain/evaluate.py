@@ -8,7 +8,7 @@ every chunk in the index that contains a needle, so nDCG is measured against wha
 
 The split protocol: every question is in the "tune" or the "report" half, by a rule that looks at nothing but
 the question's text (`split_of`: parity of the first byte of sha1(q)). Ranking parameters are chosen on tune
-halves only (bench/fusion_sweep.py); figures are quoted on report halves. A "split" field written in a file
+halves only (bench/retrieval/fusion_sweep.py); figures are quoted on report halves. A "split" field written in a file
 must agree with the rule, so no question can be moved to the half where it flatters.
 """
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _summary(rows: list[dict]) -> dict:
 def evaluate(searcher: Searcher, questions: list[dict], modes: tuple[str, ...] = MODES,
              corpus: str | None = None, fusion: str | None = None, split: str = "all") -> dict:
     """Metrics per mode (and per question type) on one half of `questions`; `fusion` picks a hybrid fusion
-    other than the default (bench/fusion_sweep.py)."""
+    other than the default (bench/retrieval/fusion_sweep.py)."""
     questions = select(questions, split)
     snap = searcher.snapshot()
     out = {"n": len(questions), "split": split, "modes": {}}

@@ -4,7 +4,7 @@ Why: a command-line search needs one query embedding, and importing sentence-tra
 costs seconds, while the forward pass itself is a few milliseconds. This reads the same packaged weights
 (`model.safetensors`), tokenizes with the same fast tokenizer (`tokenizer.json`, truncated at the model's
 `max_seq_length`) and computes the same function in float32; tests/test_embed_fast.py checks cosine >= 0.999
-against the torch encoder and bench/cli_exact.py checks every shipped chunk.
+against the torch encoder and bench/serving/cli_exact.py checks every shipped chunk.
 Only what all-MiniLM-L6-v2 uses is supported (BERT, absolute positions, GELU, mean pooling, Normalize);
 `NumpyEncoder.supports(path)` says no to anything else and the caller falls back to torch.
 """

@@ -12,7 +12,7 @@ call targets (`cute.copy`, `tmem.relinquish_alloc_permit`), keyword arguments (`
 names of the definitions that implement them. `find_hits` returns (pattern, line) pairs for a module; a
 code chunk carries every pattern with a hit among its lines. C, C++ and CUDA have no AST here: `find_c_hits` reads
 the code with comments and literals blanked (calls, intrinsics, CUTLASS / CuTe types) and the PTX in asm strings.
-`bench/pattern_bench.py` measures each rule, for both.
+`bench/retrieval/pattern_bench.py` measures each rule, for both.
 """
 from __future__ import annotations
 

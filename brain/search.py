@@ -177,7 +177,7 @@ def lexical_decisive(bm25: list[tuple[str, float]], fusion: Fusion, identifier_h
 
 def fuse(lists: dict[str, list[tuple[str, float]]], fusion: "str | Fusion | None" = None,
          identifier_hit: bool = False, code: "set[str] | frozenset[str]" = frozenset()) -> dict[str, float]:
-    """Combine retriever lists into one score per id. FUSION (chosen by bench/fusion_sweep.py) is the default."""
+    """Combine retriever lists into one score per id. FUSION (chosen by bench/retrieval/fusion_sweep.py) is the default."""
     f = Fusion.parse(fusion) if isinstance(fusion, str) else (fusion or FUSION)
     if len(lists) == 1:  # a single retriever keeps its own order
         (ranked,) = lists.values()
@@ -192,7 +192,7 @@ def fuse(lists: dict[str, list[tuple[str, float]]], fusion: "str | Fusion | None
     return out
 
 
-# Chosen by bench/fusion_sweep.py on the tune halves of every eval set (README "Retrieval"), with bm25's k1 and b:
+# Chosen by bench/retrieval/fusion_sweep.py on the tune halves of every eval set (README "Retrieval"), with bm25's k1 and b:
 # adaptive-0.25-0.2-1-code0.5, bm25/best + 1.0 x cosine, but only 0.2 x cosine when bm25's best score leads its
 # runner-up by a quarter (the lexical signal is decisive, so it keeps its order); a code chunk's cosine counts 0.5
 # (code is embedded through its natural-language view, brain/chunking/python.py). The thesaurus expansion tied
@@ -396,7 +396,7 @@ class Searcher:
 
     @staticmethod
     def match(snap: Snapshot, query: str, lists: dict[str, list[tuple[str, float]]]) -> str:
-        """strong | weak | none (README "Retrieval"; thresholds calibrated by bench/match_calibration.py).
+        """strong | weak | none (README "Retrieval"; thresholds calibrated by bench/retrieval/match_calibration.py).
 
         none: no meaningful overlap: no query term nor expansion in the index and the best cosine below
         UNKNOWN_COSINE, or the best passage covers less than NONE_COVERAGE of the query and the best cosine is

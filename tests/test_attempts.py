@@ -85,8 +85,8 @@ def test_ids_are_stable_when_lines_move():
 
 
 def test_user_worklogs_every_attempt_and_verdict():
-    """The acceptance bar of the issue on the hand-labelled set (bench/attempts_labels.json)."""
-    labels = json.loads((PROJECT_ROOT / "bench/attempts_labels.json").read_text())
+    """The acceptance bar of the issue on the hand-labelled set (bench/data/attempts_labels.json)."""
+    labels = json.loads((PROJECT_ROOT / "bench/data/attempts_labels.json").read_text())
     wrong = missed = 0
     for source, rows in labels.items():
         if not source.startswith("00"):

@@ -1,4 +1,4 @@
-"""The numpy query encoder computes what the torch encoder computes (bench/cli_exact.py checks every chunk)."""
+"""The numpy query encoder computes what the torch encoder computes (bench/serving/cli_exact.py checks every chunk)."""
 import json
 
 import numpy as np

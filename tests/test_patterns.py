@@ -87,7 +87,7 @@ def test_shipped_kernels_are_tagged_by_their_api_calls():
 
 @pytest.mark.skipif(not FOREIGN.is_dir(), reason="sample corpora not present on this machine")
 def test_bench_precision_and_recall_on_the_labelled_foreign_files():
-    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "bench" / "pattern_bench.py"), "--json"],
+    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "bench" / "retrieval" / "pattern_bench.py"), "--json"],
                          capture_output=True, text=True, check=True).stdout
     report = json.loads(out)
     for split in ("tuning", "reporting"):
@@ -184,7 +184,7 @@ def test_rules_from_the_second_tuning_set_do_not_fire_on_look_alikes(src, name):
 
 
 def test_rules_from_the_third_tuning_set():
-    # bench/patterns_labelled_c.json (CUTLASS examples read from the git mirror): a decode table built as a tensor
+    # bench/data/patterns_labelled_c.json (CUTLASS examples read from the git mirror): a decode table built as a tensor
     # is a decode table; a nibble of a constant (a lane permutation table) decodes no data
     assert "fp4-decode" in detected("FP4_DECODE_TABLE = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])")
     assert "fp4-decode" not in detected("src_lane = (0x3021 >> (tid * 4)) & 0xF")
@@ -332,7 +332,7 @@ MIRROR = Path("/work/.mirror/NVIDIA+cutlass/repo")
 @pytest.mark.skipif(not MIRROR.is_dir() or not Path("/usr/local/cuda-13.0/include/cccl").is_dir(),
                     reason="the CUTLASS mirror or the CUDA toolkit headers are not on this machine")
 def test_bench_precision_and_recall_on_the_labelled_cuda_files():
-    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "bench" / "pattern_bench.py"), "--set", "cuda", "--json",
+    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "bench" / "retrieval" / "pattern_bench.py"), "--set", "cuda", "--json",
                           "--split", "tuning"], capture_output=True, text=True, check=True).stdout
     micro = json.loads(out)["cuda"]["tuning"]["(micro)"]
     assert micro["precision"] >= 0.95 and micro["recall"] >= 0.9, micro

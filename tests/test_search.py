@@ -8,7 +8,7 @@ from brain.evaluate import evaluate, load_questions, split_of
 from brain.search import (ErrorSignals, Filters, Fusion, Hit, Snapshot, collapse_duplicates, expand_short, fuse, rrf,
                           widen_to_section)
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "data"
 
 
 def test_rrf_arithmetic():
@@ -109,13 +109,13 @@ def test_shipped_eval_meets_targets(shipped_brain):
 
 
 def test_own_worklogs_eval_holds(shipped_brain):
-    """The project's own worklogs and kernel source (bench/eval_own_worklogs.json, written blind), report half:
+    """The project's own worklogs and kernel source (bench/data/eval_own_worklogs.json, written blind), report half:
     guards the figures the README quotes from falling."""
     report = evaluate(shipped_brain.searcher, load_questions(BENCH / "eval_own_worklogs.json"), split="report")
     hybrid = report["modes"]["hybrid"]
     # measured 0.857 / 0.734 (0.875 / 0.755 under the previous fusion, README "Retrieval")
     assert report["n"] >= 50 and hybrid["hit@5"] >= 0.84 and hybrid["mrr@10"] >= 0.72, hybrid
-    # the per-question reciprocal ranks (what bench/fusion_sweep.py bootstraps) are the MRR's terms
+    # the per-question reciprocal ranks (what bench/retrieval/fusion_sweep.py bootstraps) are the MRR's terms
     rr = hybrid["reciprocal_ranks"]
     assert len(rr) == report["n"] and abs(sum(rr) / len(rr) - hybrid["mrr@10"]) < 1e-3
     assert sum(r == 1.0 for r in rr) / len(rr) == pytest.approx(hybrid["hit@1"], abs=1e-3)

@@ -1,5 +1,5 @@
 """Attempt records from markdown / reStructuredText worklogs, by rules (no LLM). The rule table is RULES below
-(README "Attempt records" shows it too); bench/attempts_extraction.py measures it against hand labels.
+(README "Attempt records" shows it too); bench/retrieval/attempts_extraction.py measures it against hand labels.
 
 Units (what becomes a record):
 - a section whose own text scores as an attempt (heading words, labelled fields, before -> after figures),

@@ -3,7 +3,7 @@
 For every static configuration the benchmark shapes use: compile for sm_100a on fake tensors
 (no GPU), export with export_to_c, cut the cubin out of the object, run cuobjdump --dump-sass,
 count the instructions that prove the intended hardware paths, and compare with what the kernel
-must contain. Used by tests/kernels/test_sm100_sass.py and bench/sm100_compile.py.
+must contain. Used by tests/kernels/test_sm100_sass.py and bench/kernels/sm100_compile.py.
 """
 
 from __future__ import annotations

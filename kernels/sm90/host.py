@@ -25,7 +25,7 @@ from .gemv_kernel import Fp4GemvSm90  # noqa: E402
 
 COMPILED = cute_host.CompileCache()
 
-# Kernel configuration per problem; bench/sm90_sweep.py --config overrides it to compare
+# Kernel configuration per problem; bench/kernels/sm90_sweep.py --config overrides it to compare
 # variants. gemm family: x_tile (rows of A per CTA), blocks (64-row weight blocks per consumer
 # warpgroup), consumers (consumer warpgroups) and split_k (CTAs per output tile, one cluster)
 # = 0: chosen per launch by choose_tiling (a value set here fixes it, the others are still

@@ -1,7 +1,7 @@
 """sm90 kernels against the exact reference on a Hopper GPU (skips elsewhere).
 
 The full sweep (every correctness and benchmark shape, three seeds, timings) is
-`python bench/sm90_sweep.py`; this test runs the correctness shapes with seed 1111 and one
+`python bench/kernels/sm90_sweep.py`; this test runs the correctness shapes with seed 1111 and one
 benchmark shape per problem with another seed.
 """
 

@@ -1,10 +1,10 @@
 """Ingest the two sample corpora into a fresh temporary index, time it, then measure retrieval on them.
 
-Usage: python bench/sample_corpora.py [--questions FILE ...] [--split report|tune|all] [--modes bm25,dense,hybrid]
+Usage: python bench/retrieval/sample_corpora.py [--questions FILE ...] [--split report|tune|all] [--modes bm25,dense,hybrid]
                                       [--root /work/shared/sample-corpora] [--keep DIR]
 
 Prints the ingest figures (wall time, files, chunks, chunks/s, MB/s, the same texts' raw encode time as in
-bench/ingest_bench.py, re-ingest of the unchanged corpora, chunk lengths) and, per mode,
+bench/serving/ingest_bench.py, re-ingest of the unchanged corpora, chunk lengths) and, per mode,
 hit@1, hit@5, MRR@10, nDCG@10, mean length of the top-5 returned passages and median latency, twice: with
 each question restricted to its own corpus (the `corpus` field, as `brain eval` applies it) and across
 both corpora at once (the harder case: a user who does not say where the answer lives).
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import brain.ingest  # noqa: E402
 from brain import BrainError  # noqa: E402
@@ -37,8 +37,8 @@ from brain.search import MODES  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
 DEFAULT_ROOT = Path("/work/shared/sample-corpora")
-DEFAULT_QUESTIONS = [Path(__file__).with_name("eval_sample_corpora.json"),
-                     Path(__file__).with_name("eval_sample_corpora_b.json")]
+DEFAULT_QUESTIONS = [Path(__file__).resolve().parents[1] / "data" / "eval_sample_corpora.json",
+                     Path(__file__).resolve().parents[1] / "data" / "eval_sample_corpora_b.json"]
 CORPORA = ("kernelwiki", "cutedsl")
 
 

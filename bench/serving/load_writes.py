@@ -1,10 +1,10 @@
 """Reads under writes: 8 search clients for 60 s while 20 uploads and 10 deletes run through the same server.
 
-    BRAIN_HOME=/tmp/x python bench/load_writes.py          # starts `brain serve` on a free port (ingests first)
-    python bench/load_writes.py --url http://127.0.0.1:8000 --key KEY
+    BRAIN_HOME=/tmp/x python bench/serving/load_writes.py          # starts `brain serve` on a free port (ingests first)
+    python bench/serving/load_writes.py --url http://127.0.0.1:8000 --key KEY
 
 Search clients are closed loops (one keep-alive connection each, every query text new, as in
-bench/load_search.py). First `--quiet` seconds of searches alone (the reference on this machine, now), then
+bench/serving/load_search.py). First `--quiet` seconds of searches alone (the reference on this machine, now), then
 the measured run: one writer uploads generated worklogs (real worklog paragraphs, about 15 chunks each) and
 deletes half of them again, spread evenly over it. Prints search p50/p99 without writes, over the whole run
 with writes and over the moments a write was in flight, the error count, and each kind of write's time.

@@ -1,7 +1,7 @@
 """What else a code chunk could show the retrievers, measured on an index that already holds the code.
 
-Usage: python bench/code_ablation.py [--split tune|report] EVAL_JSON@BRAIN_HOME   (default: the tune half)
-e.g.   python bench/code_ablation.py bench/eval_kernel_code.json@/tmp/h/code
+Usage: python bench/retrieval/code_ablation.py [--split tune|report] EVAL_JSON@BRAIN_HOME   (default: the tune half)
+e.g.   python bench/retrieval/code_ablation.py bench/data/eval_kernel_code.json@/tmp/h/code
 
 The chunks (text and line ranges) stay as brain/chunking/python.py cut them. Each variant rewrites, in memory,
 what the retrievers see of every code chunk: its bm25 document (context line + text) and/or its embedding
@@ -25,7 +25,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from brain import BrainError  # noqa: E402
 from brain.chunking import SECTION_SEP  # noqa: E402
@@ -33,7 +33,7 @@ from brain.chunking import python as py  # noqa: E402
 from brain.evaluate import evaluate  # noqa: E402
 from brain.lexical import LexicalIndex  # noqa: E402
 from brain.thesaurus import THESAURUS  # noqa: E402
-from fusion_sweep import open_sets  # noqa: E402  (bench/fusion_sweep.py, beside this script)
+from fusion_sweep import open_sets  # noqa: E402  (bench/retrieval/fusion_sweep.py, beside this script)
 
 RULE = re.compile(r"^\s*#[\s#=\-/*~_+]*$")  # a comment line of rule characters only (or a bare `#`)
 

@@ -1,8 +1,8 @@
 """How the search's `match` signal ("strong" | "weak" | "none", README "Retrieval") sorts real questions and
 off-topic ones: every eval question must get strong or weak (never none), and off-topic or nonsense queries
-(bench/match_offtopic.json) should get none or weak.
+(bench/data/match_offtopic.json) should get none or weak.
 
-Usage: python bench/match_calibration.py EVAL_JSON[@BRAIN_HOME] [...]   (a file without @ uses $BRAIN_HOME)
+Usage: python bench/retrieval/match_calibration.py EVAL_JSON[@BRAIN_HOME] [...]   (a file without @ uses $BRAIN_HOME)
 For each file: how many questions get each level and, per level, how often the first result holds the answer
 (a strong match should be right more often than a weak one). Then the off-topic queries against every index.
 """
@@ -14,13 +14,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from brain.evaluate import _relevant  # noqa: E402
 from brain.search import Filters  # noqa: E402
-from fusion_sweep import open_sets  # noqa: E402  (bench/fusion_sweep.py, beside this script)
+from fusion_sweep import open_sets  # noqa: E402  (bench/retrieval/fusion_sweep.py, beside this script)
 
-OFFTOPIC = Path(__file__).with_name("match_offtopic.json")
+OFFTOPIC = Path(__file__).resolve().parents[1] / "data" / "match_offtopic.json"
 VERBOSE = int(os.environ.get("VERBOSE", "0"))  # print the signals of the N lowest-coverage questions
 
 

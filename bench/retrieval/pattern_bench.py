@@ -1,12 +1,12 @@
 """Precision and recall of the kernel-code pattern detector against hand labels, and chunk sizes on foreign code.
 
-    python bench/pattern_bench.py [--labels FILE ...] [--root DIR] [--json] [--split tuning] [--errors tuning]
+    python bench/retrieval/pattern_bench.py [--labels FILE ...] [--root DIR] [--json] [--split tuning] [--errors tuning]
                                   [--set python|cuda]
 
-Labels (bench/patterns_labelled.json: 8 tuning and 9 reporting files; bench/patterns_labelled_b.json: 12 more
-tuning files; both by default, `--labels` is repeatable; bench/patterns_labelled_c.json: 7 CUTLASS example files
+Labels (bench/data/patterns_labelled.json: 8 tuning and 9 reporting files; bench/data/patterns_labelled_b.json: 12 more
+tuning files; both by default, `--labels` is repeatable; bench/data/patterns_labelled_c.json: 7 CUTLASS example files
 read from the git mirror, labelled for online-softmax, epilogue, scale-factor-layout and fp4-decode only, scored
-with `--labels bench/patterns_labelled_c.json`) name, per file and pattern, the units that implement the
+with `--labels bench/data/patterns_labelled_c.json`) name, per file and pattern, the units that implement the
 pattern: a function or method by qualified name; in a function over 150 lines each top-level if/for/while/with/try of 25
 lines or more is a unit of its own (`qualname:first_line`); `<module>` is the code outside every function. A
 unit is predicted to implement a pattern when the detector (brain.patterns.find_hits) has a hit on a line that
@@ -15,7 +15,7 @@ pattern) triples, for the tuning files, the reporting files and all (`--split tu
 alone: rules are chosen there, the reporting figures are quoted once). The foreign files are read from the
 sample corpus and never copied into the repository.
 
-C, C++ and CUDA (bench/patterns_labelled_cuda.json, `--cuda-labels`): 25 CUTLASS and CUDA toolkit files, read from
+C, C++ and CUDA (bench/data/patterns_labelled_cuda.json, `--cuda-labels`): 25 CUTLASS and CUDA toolkit files, read from
 the CUTLASS git mirror at the labelled commit and from the toolkit's include folder. Labels are line ranges; the
 units are the file's code chunks as ingest cuts them (brain/chunking/cfamily.py), and a chunk is predicted to
 implement a pattern when it carries it (brain.patterns.find_c_hits on its lines). Its split is fixed by the file
@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from brain.chunking import chunk_file, chunk_text  # noqa: E402
@@ -218,7 +218,7 @@ def run_split(doc: dict, splits: tuple, root: Path, sources: dict | None = None)
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--labels", action="append", help="a label file (repeatable; default: both in bench/)")
-    ap.add_argument("--cuda-labels", default=str(ROOT / "bench" / "patterns_labelled_cuda.json"),
+    ap.add_argument("--cuda-labels", default=str(ROOT / "bench" / "data" / "patterns_labelled_cuda.json"),
                     help="the C/C++/CUDA label file")
     ap.add_argument("--set", choices=("python", "cuda"), help="score one language family only (default: both)")
     ap.add_argument("--root", default=str(DEFAULT_ROOT), help="the foreign kernel-code folder")
@@ -232,7 +232,7 @@ def main() -> int:
     if python and not root.is_dir():
         print(f"error: {root} not found (the sample corpora are not on this machine)", file=sys.stderr)
         return 2
-    doc = load_labels(args.labels or [str(ROOT / "bench" / name)
+    doc = load_labels(args.labels or [str(ROOT / "bench" / "data" / name)
                                        for name in ("patterns_labelled.json", "patterns_labelled_b.json")])
     absent = [f for f, src in doc["read"].items() if src and not sources_present(src)]
     if absent:  # files read from the CUTLASS mirror: scored where the mirror is

@@ -4,7 +4,7 @@
 2. Re-ingest of the unchanged shipped corpus (docs_corpus/ + kernels/).
 3. Re-ingest of an unchanged 1,000-file generated corpus.
 
-Usage: python bench/ingest_bench.py [--files 1000] [--sections 1]   (temporary BRAIN_HOMEs; prints a table)
+Usage: python bench/serving/ingest_bench.py [--files 1000] [--sections 1]   (temporary BRAIN_HOMEs; prints a table)
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from brain.chunking import chunk_file
 from brain.config import CorpusSpec, Settings, default_corpora
 from brain.service import Brain
-from synthetic import write_corpus  # bench/synthetic.py, beside this script
+from synthetic import write_corpus  # bench/serving/synthetic.py, beside this script
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Reads of an embedded Chroma collection while another thread writes it: how many fail, read raw and read
 through Store.pages (which reads a failing page again).
 
-Usage: python bench/chroma_read_race.py [--writes 600] [--readers 3]
+Usage: python bench/serving/chroma_read_race.py [--writes 600] [--readers 3]
 One writer upserts and deletes small batches of random vectors; readers read the whole collection in a loop
 until it is done, first with collection.get(), then again (fresh collection) with Store.pages().
 """

@@ -1,7 +1,7 @@
 """Baselines the NVFP4 kernels must beat: the `reference` and `torch` backends on every
 benchmark shape of the four problems (µs, TFLOP/s, GB/s, % of speed of light).
 
-    python bench/kernels_baselines.py [--backends reference,torch] [--problems gemv,...]
+    python bench/kernels/kernels_baselines.py [--backends reference,torch] [--problems gemv,...]
                                       [--inputs 50] [--repeats 5] [--json out.json]
 
 On a GPU it first checks the torch backend against the reference on every correctness
@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from kernels import runner  # noqa: E402
 from kernels.errors import KernelsError  # noqa: E402

@@ -1,6 +1,6 @@
 """How long an edited worklog takes to reach the index under `brain watch` (the same Watcher as serve --watch).
 
-    python bench/cli_watch_latency.py [--edits 8] [--files 20]
+    python bench/serving/cli_watch_latency.py [--edits 8] [--files 20]
 
 A temporary corpus of --files worklog-sized markdown files (copies of shipped worklog sections) is ingested,
 a Watcher runs with its defaults (poll 0.5 s, settle 0.3 s), then each edit rewrites one file with a new
@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from brain.config import CorpusSpec, Settings  # noqa: E402

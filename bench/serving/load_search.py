@@ -1,7 +1,7 @@
 """Load bench: N concurrent clients (default 16) for D seconds (default 60) against GET /search on loopback.
 
-    python bench/load_search.py                     # starts `brain serve` on a free port (BRAIN_HOME as set)
-    python bench/load_search.py --url http://127.0.0.1:8000
+    python bench/serving/load_search.py                     # starts `brain serve` on a free port (BRAIN_HOME as set)
+    python bench/serving/load_search.py --url http://127.0.0.1:8000
 
 Each client is a thread with one keep-alive connection issuing requests back to back (a closed loop), so
 the rate printed is the highest the server sustains at this concurrency. Prints requests/s, latency
@@ -21,7 +21,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Questions a kernel engineer asks; each client walks the list from its own offset so requests differ.
 QUERIES = [

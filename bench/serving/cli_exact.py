@@ -1,6 +1,6 @@
 """The fast CLI path gives the same answers as the torch + Chroma path it replaces.
 
-    python bench/cli_exact.py [--home DIR] [--questions bench/eval_shipped.json]
+    python bench/serving/cli_exact.py [--home DIR] [--questions bench/data/eval_shipped.json]
 
 1. Query encoder: cosine between brain/numpy_encoder.py and the sentence-transformers (torch) encoder on
    EVERY chunk of the index (the full text the ingester embeds, so long chunks exercise truncation at 256
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from brain.config import Settings, default_corpora  # noqa: E402
@@ -46,7 +46,7 @@ def chroma_dense(brain: Brain, torch_vec: np.ndarray, snap, f, n: int) -> list[t
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--home", type=Path)
-    ap.add_argument("--questions", type=Path, default=ROOT / "bench" / "eval_shipped.json")
+    ap.add_argument("--questions", type=Path, default=ROOT / "bench" / "data" / "eval_shipped.json")
     a = ap.parse_args()
     tmp = None
     if a.home is None:

@@ -1,6 +1,6 @@
 """Per-field precision and recall of the attempt extractor (brain/attempts/extract.py) on hand labels.
 
-    python bench/attempts_extraction.py [--labels bench/attempts_labels.json] [--json] [--show]
+    python bench/retrieval/attempts_extraction.py [--labels bench/data/attempts_labels.json] [--json] [--show]
 
 An extracted record matches a label when its citation contains the label's line (the smallest such record,
 one to one). Detection: precision = matched records / extracted, recall = matched labels / labels.
@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from brain.attempts.extract import extract  # noqa: E402
@@ -111,7 +111,7 @@ def score(files: dict, commit: str, show: bool) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--labels", type=Path, default=ROOT / "bench" / "attempts_labels.json")
+    ap.add_argument("--labels", type=Path, default=ROOT / "bench" / "data" / "attempts_labels.json")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show", action="store_true", help="print every miss and mismatch")
     args = ap.parse_args()

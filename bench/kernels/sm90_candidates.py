@@ -1,10 +1,10 @@
 """Time candidate configurations of one sm90 gemm-family backend on a few shapes (H100 experiments).
 
-    python bench/sm90_candidates.py [--problem dual_gemm] [--shapes m=512,n=4096,k=7168 ...]
+    python bench/kernels/sm90_candidates.py [--problem dual_gemm] [--shapes m=512,n=4096,k=7168 ...]
         [--candidates x_tile=128,blocks=2,split_k=1,stages=3 ...] [--inputs 10] [--repeats 5]
         [--json FILE] [--winner FILE]
 
-Each candidate overrides kernels.sm90.host.CONFIG[problem] (the keys bench/sm90_sweep.py's --config
+Each candidate overrides kernels.sm90.host.CONFIG[problem] (the keys bench/kernels/sm90_sweep.py's --config
 takes), runs every shape on fresh inputs (so each is prepared under that configuration), checks input 0
 against the exact reference and times the batch as the sweep does: `us` (kernels.bench.time_calls, host
 included) and `gpu us` (the kernel alone). The first candidate is the baseline. --winner writes the
@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402

@@ -1,6 +1,6 @@
 """Wall-clock latency of `brain` commands as a user runs them: a fresh process per call.
 
-    python bench/cli_latency.py [--home DIR] [--runs 5] [--brain "CMD ..."]
+    python bench/serving/cli_latency.py [--home DIR] [--runs 5] [--brain "CMD ..."]
 
 Without --home an index of the shipped corpora is built first in a temporary folder (`brain ingest`, which
 takes a minute or two on a 2-core machine). Each command runs --runs times as a subprocess with
@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 COMMANDS = [  # (label, arguments, reports took_ms/load_ms in --json)
     ("search", ["search", "tmem allocation", "--json"], True),

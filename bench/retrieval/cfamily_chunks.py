@@ -1,6 +1,6 @@
 """Chunk every C, C++ and CUDA file under a folder and print what the chunks look like.
 
-    python bench/cfamily_chunks.py DIR     (e.g. /usr/local/cuda-13.0/include: CUB, Thrust, the CUDA runtime)
+    python bench/retrieval/cfamily_chunks.py DIR     (e.g. /usr/local/cuda-13.0/include: CUB, Thrust, the CUDA runtime)
 
 Prints files, chunks, seconds, chunk size (max, p95, mean, how many under 200 and over HARD_MAX characters),
 chunks whose text is not exactly their cited source lines, and non-blank lines left out of every chunk. Nothing
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from brain.chunking import HARD_MAX, UnsupportedFile, chunk_file  # noqa: E402
 from brain.chunking.cfamily import SUFFIXES  # noqa: E402

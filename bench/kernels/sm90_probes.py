@@ -1,8 +1,8 @@
 """Timing probes of the sm90 gemm family: each removes or replaces one part of the kernel (WRONG RESULTS, right
-timings), then times candidates as bench/sm90_candidates.py does. Worklog sections 13 and 14 quote them.
+timings), then times candidates as bench/kernels/sm90_candidates.py does. Worklog sections 13 and 14 quote them.
 
-    python bench/sm90_probes.py PROBE [sm90_candidates.py arguments]
-    python bench/sm90_probes.py PROBE --compile-only     (CPU: cross-compile the probed builds for sm_90a)
+    python bench/kernels/sm90_probes.py PROBE [sm90_candidates.py arguments]
+    python bench/kernels/sm90_probes.py PROBE --compile-only     (CPU: cross-compile the probed builds for sm_90a)
 
 The probes act on the producer that decodes A itself, so the default here is predecode=0 (a candidate may
 still set predecode=1: then only `none` and `regsPuU` change anything).
@@ -19,7 +19,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, HERE)
 if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
     sys.exit(__doc__)

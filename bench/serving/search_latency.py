@@ -1,7 +1,7 @@
 """In-process search latency over a 10,000-chunk index, with query embedding measured on its own.
 
-Usage: python bench/search_latency.py [--files 1000] [--home DIR]
-The index (generated corpus, see bench/synthetic.py) is built once in --home and reused on later runs.
+Usage: python bench/serving/search_latency.py [--files 1000] [--home DIR]
+The index (generated corpus, see bench/serving/synthetic.py) is built once in --home and reused on later runs.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from synthetic import write_corpus  # bench/synthetic.py, beside this script
+from synthetic import write_corpus  # bench/serving/synthetic.py, beside this script
 from brain.config import CorpusSpec, Settings
 from brain.service import Brain
 

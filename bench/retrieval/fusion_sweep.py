@@ -2,8 +2,8 @@
 fusion on TUNE halves only, then print the chosen configuration's figures on the REPORT halves (brain/evaluate.py
 states the split rule).
 
-Usage: python bench/fusion_sweep.py [--ablate] EVAL_JSON[@BRAIN_HOME] [...]   (a file without @: $BRAIN_HOME)
-e.g.   python bench/fusion_sweep.py bench/eval_shipped.json@/tmp/h/shipped bench/eval_kernel_code.json@/tmp/h/code
+Usage: python bench/retrieval/fusion_sweep.py [--ablate] EVAL_JSON[@BRAIN_HOME] [...]   (a file without @: $BRAIN_HOME)
+e.g.   python bench/retrieval/fusion_sweep.py bench/data/eval_shipped.json@/tmp/h/shipped bench/data/eval_kernel_code.json@/tmp/h/code
 
 Each index must already hold the corpora its questions are about (`brain ingest`). The score of a
 configuration is the mean over the files of hybrid MRR@10 on their tune halves; among configurations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import brain.search as search  # noqa: E402
 import brain.thesaurus as thesaurus  # noqa: E402

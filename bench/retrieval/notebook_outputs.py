@@ -1,11 +1,11 @@
 """Should a notebook chunk carry its cell's text outputs, and how much of them? Measured on the tune half.
 
-Usage: python bench/notebook_outputs.py NOTEBOOK_DIR [--split tune|report]   (default: the tune half)
-e.g.   sh bench/notebook_corpus.sh /work/.mirror/NVIDIA+cutlass/repo /tmp/nb && python bench/notebook_outputs.py /tmp/nb
+Usage: python bench/retrieval/notebook_outputs.py NOTEBOOK_DIR [--split tune|report]   (default: the tune half)
+e.g.   sh bench/retrieval/notebook_corpus.sh /work/.mirror/NVIDIA+cutlass/repo /tmp/nb && python bench/retrieval/notebook_outputs.py /tmp/nb
 
 For each cap on the characters of output kept per cell (0: outputs left out; the shipped OUTPUT_MAX; twice
 that) it ingests NOTEBOOK_DIR into a fresh temporary index and prints chunks, bm25 / dense / hybrid MRR@10,
-hybrid hit@5 and chars@5 on bench/eval_notebooks.json.
+hybrid hit@5 and chars@5 on bench/data/eval_notebooks.json.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from brain.chunking import notebook  # noqa: E402
 from brain.config import CorpusSpec, Settings  # noqa: E402
@@ -21,7 +21,7 @@ from brain.embed import Embedder  # noqa: E402
 from brain.evaluate import evaluate, load_questions  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
-QUESTIONS = Path(__file__).resolve().parent / "eval_notebooks.json"
+QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "eval_notebooks.json"
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,6 @@
 """Check and benchmark the sm90 (Hopper) NVFP4 kernels in one call; prints one table.
 
-    python bench/sm90_sweep.py [--problems gemv,gemm,dual_gemm,group_gemm] [--seeds 1111,2222,3333]
+    python bench/kernels/sm90_sweep.py [--problems gemv,gemm,dual_gemm,group_gemm] [--seeds 1111,2222,3333]
                                [--inputs 10] [--repeats 5] [--skip-check] [--json out.json]
                                [--config gemm:x_tile=64,split_k=2 ...]
 
@@ -25,7 +25,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import torch  # noqa: E402
 

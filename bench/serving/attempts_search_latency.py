@@ -1,8 +1,8 @@
 """Search latency with attempt records present: `Brain.search` (hybrid + the superseded_by / conflicts_with
 annotations) against the bare `Searcher.search` on the same 10,000-chunk index, plus `brain attempts` ranking.
 
-Usage: python bench/attempts_search_latency.py [--files 1000] [--home DIR] [--rounds 40]
-The index (bench/synthetic.py's generated corpus + docs_corpus, whose attempt records are extracted at
+Usage: python bench/serving/attempts_search_latency.py [--files 1000] [--home DIR] [--rounds 40]
+The index (bench/serving/synthetic.py's generated corpus + docs_corpus, whose attempt records are extracted at
 ingest) is built once in --home and reused on later runs.
 """
 from __future__ import annotations

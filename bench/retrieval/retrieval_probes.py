@@ -1,7 +1,7 @@
 """Ideas measured on the TUNE halves and dropped (README "Retrieval"): each probe reorders or re-embeds in
 memory, on indexes that already hold the questions' corpora, and prints hybrid MRR@10 per file against today's.
 
-Usage: python bench/retrieval_probes.py [--split tune] [--probe NAME ...] EVAL_JSON@BRAIN_HOME [...]
+Usage: python bench/retrieval/retrieval_probes.py [--split tune] [--probe NAME ...] EVAL_JSON@BRAIN_HOME [...]
 Probes:
   proximity   a bonus for the best window of W tokens holding the most (idf-weighted) query terms
   per-source  at most C chunks of one file before the other files' (diversity in the top 10)
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import fusion_sweep as fs  # noqa: E402
 import brain.lexical as lexical  # noqa: E402
