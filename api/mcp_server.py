@@ -19,6 +19,7 @@ from pydantic import Field
 
 from brain import BrainError
 from brain.config import Settings
+from brain.attempts.format import format_record
 from brain.context import MAX_BUDGET, MIN_BUDGET, pack, truncate_lines
 from brain.search import Filters
 from brain.service import Brain
@@ -93,9 +94,8 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                             max_tokens: Budget = 1500) -> str:
         """Attempt records from the worklogs: what was tried (or only proposed), the verdict, before -> after
         figures, the lesson, and which records supersede or contradict it. Use before repeating an experiment."""
-        from brain.attempts.commands import format_record
         b = get_brain()
-        payload = await call(lambda: b.attempts.find(query, technique, verdict, problem, include_superseded, k))
+        payload = await call(lambda: b.find_attempts(query, technique, verdict, problem, include_superseded, k))
         text = "\n\n".join(format_record(r, n) for n, r in enumerate(payload["results"], 1)) or "no attempt records match"
         return truncate_lines(text, max_tokens) or text[: max_tokens * 2]
 
@@ -115,7 +115,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
             raise ToolError("writes are disabled: start the server with BRAIN_API_KEY set")
         if not hmac.compare_digest(api_key.encode(), b.settings.api_key.encode()):
             raise ToolError("wrong API key")
-        answer = json.dumps(await call(lambda: b.attempts.record(record)))
+        answer = json.dumps(await call(lambda: b.record(record)))
         return truncate_lines(answer, max_tokens) or answer
 
     @mcp.tool()
@@ -149,7 +149,7 @@ def warm_up(brain: Brain) -> None:
     calls it too: this module owns it, so api.app imports from here and never the other way round)."""
     try:
         brain.embedder.encode_query("warm-up")
-        brain.searcher.snapshot()
+        brain.snapshot()
     except BrainError as e:  # e.g. a corrupt manifest: the server still starts and says why on each request
         logging.getLogger("api").warning("warm-up failed: %s", e)
 

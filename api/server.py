@@ -76,7 +76,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, ingest_
             print(f"  skipped {skip}", file=sys.stderr)
     if watch:  # brain/watch.py: re-ingests in a background thread; searches keep the last snapshot meanwhile
         from brain.watch import Watcher
-        Watcher(brain).start()
+        Watcher(brain.ingest, brain.known_corpora, warm=brain.warm_writer).start()
         print("watching the corpora: changed files are re-ingested within about 2 s", flush=True)
     if not settings.api_key:
         print("writes (upload, delete, ingest, kernel runs) are disabled: set BRAIN_API_KEY to allow them",

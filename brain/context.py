@@ -86,10 +86,9 @@ def pack(results: list[dict], budget_tokens: int, title: str) -> dict:
             "citations": citations}
 
 
-def build_context(brain, query: str, budget_tokens: int = 2000, k: int = 10, filters=None) -> dict:
-    """GET /context: search, then pack the best passages. `brain` is a brain.service.Brain."""
+def build_context(payload: dict, budget_tokens: int = 2000) -> dict:
+    """GET /context: the best passages of a search answer (Brain.search's payload) packed into one text."""
     check_budget(budget_tokens)
-    payload = brain.search(query, k=k, filters=filters)
     shown = payload["query"] if len(payload["query"]) <= 100 else payload["query"][:100] + " ..."
     title = (f"Context from the kernel brain for: {shown}\n"
              "(each passage is cited as [n] corpus/source:lines | heading | kind | tags)")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from brain import BrainError
 from brain.search import MODES, Filters, Searcher
+from brain.search.queries import pitfall
 
 K = 10
 SPLITS = ("tune", "report", "all")
@@ -99,7 +100,7 @@ def evaluate(searcher: Searcher, questions: list[dict], modes: tuple[str, ...] =
             f = Filters(kind=q.get("kind"), tag=q.get("tag"), corpus=q.get("corpus") or corpus)
             t0 = time.perf_counter()
             if q.get("mode") == "pitfall" and mode == "hybrid":
-                hits = searcher.pitfall(q["q"], K, f, fusion=fusion)
+                hits = pitfall(searcher, q["q"], K, f, fusion=fusion)
             else:
                 hits = searcher.search(q["q"], K, f, mode=mode, fusion=fusion)
             times.append((time.perf_counter() - t0) * 1000)

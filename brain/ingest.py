@@ -26,9 +26,20 @@ from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, Unsupport
 from brain.config import CorpusSpec, Settings
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex
-from brain.store import Manifest, Store, file_key
+from brain.store import Manifest, Store, file_key, open_store
 
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".brain", ".pytest_cache", ".cute", ".whl"}
+
+
+@dataclass
+class Committed:
+    """The generation a write committed, read back whole: the writer's process installs it as its snapshot."""
+    manifest: Manifest
+    ids: list[str]
+    texts: list[str]
+    metas: list[dict]
+    lexical: LexicalIndex
+    vectors: np.ndarray
 
 
 @dataclass
@@ -41,9 +52,10 @@ class Summary:
     chunks_removed: int = 0
     chunks_embedded: int = 0
     seconds: float = 0.0
+    committed: Committed | None = field(default=None, repr=False)  # what this write made visible, if anything
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "committed"}
 
     def line(self) -> str:
         return (f"files: {self.files_seen} seen, {self.files_changed} changed, {self.files_removed} removed, "
@@ -104,9 +116,8 @@ class Plan:
 class Ingester:
     def __init__(self, settings: Settings, store: Store | None = None, embedder: Embedder | None = None):
         self.settings = settings
-        self.store = store or Store(settings)
+        self.store = store or open_store(settings)
         self.embedder = embedder or Embedder(settings.model, settings.device)
-        self.last_snapshot: tuple | None = None  # (manifest, ids, texts, metas, lexical, vectors) last committed
 
     # ---- compatibility --------------------------------------------------------------------------
     def check_writable(self, m: Manifest, dim: int | None = None) -> None:
@@ -250,7 +261,7 @@ class Ingester:
             lease.check()  # a writer that lost its lease must not commit over the one that took it
             self.store.save_manifest(m)
             self.store.delete(stale)
-            self.rebuild_lexical(m)
+            s.committed = self.read_back(m)
         elif plan.touched or declared:
             lease.check()
             self.store.save_manifest(m)
@@ -262,12 +273,9 @@ class Ingester:
         self.store.delete(orphans)
         return bool(orphans)
 
-    def rebuild_lexical(self, m: Manifest) -> LexicalIndex:
+    def read_back(self, m: Manifest) -> Committed:
         ids, docs, metas, vectors = self.store.records_with_vectors(m.ids())
-        lex = LexicalIndex.of_chunks(ids, docs, metas)
-        self.store.save_lexical(lex, m.generation)
-        self.last_snapshot = (m, ids, docs, metas, lex, vectors)  # the writer's process installs it at once
-        return lex
+        return Committed(m, ids, docs, metas, LexicalIndex.of_chunks(ids, docs, metas), vectors)
 
     # ---- uploaded documents ---------------------------------------------------------------------
     def put_document(self, corpus: str, name: str, text: str, prepared: Prepared) -> Summary:

@@ -13,13 +13,15 @@ from pathlib import Path
 
 from brain import BrainError, NotFound
 from brain.attempts import Attempts
+from brain.attempts.writeback import RECORDS_CORPUS, records_dir, write_record
 from brain.chunking import SUPPORTED_SUFFIXES, UnsupportedFile, chunk_text
 from brain.config import CorpusSpec, Settings, default_corpora
 from brain.embed import Embedder
 from brain.ingest import Ingester, Summary
 from brain.patterns import PATTERNS
-from brain.search import Filters, Hit, Searcher
-from brain.store import Store
+from brain.search import Filters, Hit, Searcher, Snapshot
+from brain.search import queries
+from brain.store import Manifest, open_store
 
 MAX_UPLOAD_BYTES = 1_000_000
 UPLOAD_CORPUS = "uploads"
@@ -30,12 +32,13 @@ def hit_dicts(hits: list[Hit]) -> list[dict]:
     return [h.as_dict(r) for r, h in enumerate(hits, 1)]
 
 
-def search_payload(query: str, hits: list[Hit], took_ms: float, load_ms: float = 0.0) -> dict:
+def search_payload(query: str, hits: list[Hit], took_ms: float, load_ms: float = 0.0,
+                   match: str | None = None) -> dict:
     """The one JSON shape of a search answer (CLI --json, HTTP, MCP). Field names are a public contract.
-    `match` ("strong" | "weak" | "none") says how sure the search is that it found something (README).
+    `match` ("strong" | "weak" | "none") says how sure the search is that it found something (docs/retrieval.md).
     `took_ms` is the search itself; `load_ms` what loading the index snapshot and the query encoder cost
     first (a fresh CLI process; about 0 in a warm server)."""
-    match = getattr(hits, "match", "weak" if hits else "none")
+    match = match or getattr(hits, "match", "weak" if hits else "none")
     return {"query": query, "took_ms": round(took_ms, 2), "load_ms": round(load_ms, 2), "match": match,
             "results": hit_dicts(hits)}
 
@@ -47,18 +50,39 @@ def _split(csv: str) -> list[str]:
 class Brain:
     def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None):
         self.settings = settings or Settings()
-        self.store = Store(self.settings)
+        self.store = open_store(self.settings)
         self.embedder = embedder or Embedder(self.settings.model, self.settings.device)
         self.searcher = Searcher(self.settings, self.store, self.embedder)
         self.ingester = Ingester(self.settings, self.store, self.embedder)
-        self.attempts = Attempts(self)  # attempt records (brain/attempts): synced after every write
+        self.attempts = Attempts(self.store, self.embedder)  # attempt records: synced after every write
+
+    # ---- the index ----------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The index as of now (loaded once per generation; a CLI ingest saves it for the next process)."""
+        return self.searcher.snapshot()
+
+    def manifest(self) -> Manifest:
+        return self.store.load_manifest()
+
+    def generation(self) -> int:
+        """The stored generation, read now (0: no index)."""
+        return self.store.generation(max_age=0)
+
+    def warm_writer(self) -> None:
+        """Load the embedding model now, so the first write does not wait for torch."""
+        self.embedder.model
+
+    def rebuild(self) -> None:
+        """Drop the index (`brain ingest --rebuild`): chunks, manifest, uploads and cached bm25 index."""
+        self.store.reset()
+        self.searcher.snapshots.clear_caches()
 
     # ---- reads --------------------------------------------------------------------------------
     def _load(self, dense: bool) -> float:
         """Load the snapshot (and the query encoder when the search embeds the query) before the clock for
         the search starts: milliseconds this took, reported as `load_ms`."""
         t0 = time.perf_counter()
-        self.searcher.snapshot()
+        self.snapshot()
         if dense:
             self.embedder.load_query_encoder()
         return (time.perf_counter() - t0) * 1000
@@ -68,25 +92,28 @@ class Brain:
         load_ms = self._load(mode != "bm25" and bool((query or "").strip()))
         t0 = time.perf_counter()
         hits = self.searcher.search(query, k, filters, mode, expand=expand)
-        payload = search_payload(query, hits, (time.perf_counter() - t0) * 1000, load_ms)
-        payload["results"] = self.attempts.annotate(payload["results"])  # superseded_by, conflicts_with
-        return payload
+        ranked = self.attempts.rank(hits)  # superseded_by, conflicts_with; a superseded passage moves down
+        return search_payload(query, ranked, (time.perf_counter() - t0) * 1000, load_ms, hits.match)
 
     def pitfall(self, error_text: str, k: int = 3, filters: Filters | None = None) -> dict:
         load_ms = self._load(bool((error_text or "").strip()))
         t0 = time.perf_counter()
-        hits = self.searcher.pitfall(error_text, k, filters)
+        hits = queries.pitfall(self.searcher, error_text, k, filters)
         return search_payload(error_text, hits, (time.perf_counter() - t0) * 1000, load_ms)
 
     def snippets(self, pattern: str, query: str | None = None, k: int = 5, filters: Filters | None = None) -> dict:
         load_ms = self._load(bool((query or "").strip()))
         t0 = time.perf_counter()
-        hits = self.searcher.snippets(pattern, query, k, filters)
+        hits = queries.snippets(self.searcher, pattern, query, k, filters)
         payload = search_payload(query or "", hits, (time.perf_counter() - t0) * 1000, load_ms)
         return {"pattern": pattern, **payload}
 
+    def tags(self) -> list[dict]:
+        counts = Counter(t for m in self.snapshot().metas for t in m["tags"].split(",") if t)
+        return [{"tag": t, "chunks": n} for t, n in sorted(counts.items())]
+
     def chunks(self, source: str | None = None, corpus: str | None = None) -> list[dict]:
-        snap = self.searcher.snapshot()
+        snap = self.snapshot()
         out = []
         for i, text, m in zip(snap.ids, snap.texts, snap.metas):
             if (source and source not in m["source"]) or (corpus and m["corpus"] != corpus):
@@ -100,7 +127,7 @@ class Brain:
         """What the index holds. Corpus roots and the index location are shown only with `paths` (the local
         CLI): an anonymous HTTP reader sees corpus names, counts and the index name, never server paths."""
         m = self.store.load_manifest()
-        snap = self.searcher.snapshot()
+        snap = self.snapshot()
         corpora = {}
         for name, spec in sorted(m.corpora.items()):
             keys = [k for k in m.files if k.split(":", 1)[0] == name]
@@ -119,7 +146,7 @@ class Brain:
                                 if m.last_ingest else None)}
 
     def patterns(self) -> list[dict]:
-        counts = Counter(p for meta in self.searcher.snapshot().metas for p in _split(meta["patterns"]))
+        counts = Counter(p for meta in self.snapshot().metas for p in _split(meta["patterns"]))
         rows = [{"pattern": name, "description": p.description, "rule": p.rule, "c_rule": p.c_rule,
                  "snippets": counts.get(name, 0)} for name, p in PATTERNS.items()]
         rows += [{"pattern": name, "description": "(not a known pattern: check the marker's spelling)", "rule": "",
@@ -177,6 +204,22 @@ class Brain:
         return {"path": path, "start_line": start, "end_line": end, "total_lines": len(lines),
                 "text": "\n".join(lines[start - 1:end])}
 
+    # ---- attempt records ----------------------------------------------------------------------
+    def find_attempts(self, query: str | None = None, technique: str | None = None, verdict: str | None = None,
+                      problem: str | None = None, include_superseded: bool = False, k: int = 10,
+                      corpus: str | None = None) -> dict:
+        return self.attempts.find(query, technique, verdict, problem, include_superseded, k, corpus)
+
+    def attempt_conflicts(self, technique: str | None = None) -> dict:
+        return self.attempts.conflicts(technique)
+
+    def record(self, obj, file: str | None = None) -> dict:
+        """Write an attempt record into the records worklog and ingest it (`brain record`, POST /attempts)."""
+        return write_record(records_dir(self.settings), obj, file,
+                            known_ids=lambda: {r["id"] for r in self.attempts.store.load().records},
+                            declared=lambda: self.store.load_manifest().corpora.get(RECORDS_CORPUS),
+                            ingest=lambda spec: self.ingest([spec]))
+
     # ---- writes -------------------------------------------------------------------------------
     def ingest(self, specs: list[CorpusSpec] | None = None, progress: bool = False) -> Summary:
         return self._installed(self.ingester.run(specs or self.known_corpora(), progress=progress))
@@ -186,9 +229,8 @@ class Brain:
 
     def _installed(self, summary: Summary) -> Summary:
         """Hand the generation this process just wrote to its own searcher (read-your-writes, no re-read)."""
-        done, self.ingester.last_snapshot = self.ingester.last_snapshot, None
-        if done:
-            self.searcher.install(*done)
+        if summary.committed:
+            self.searcher.snapshots.install(summary.committed)
         self.attempts.sync()  # re-extract attempt records of changed files, drop those of removed ones
         return summary
 
@@ -199,10 +241,6 @@ class Brain:
             if not self.store.is_upload_corpus(name, c) and Path(c["root"]).exists():  # another host's folder is not re-scanned here
                 specs.setdefault(name, CorpusSpec(name, Path(c["root"]), tuple(c["include"]), tuple(c["exclude"])))
         return list(specs.values())
-
-    def uploads_dir(self, corpus: str) -> Path:
-        """Local mode: where uploaded files are kept (server mode keeps them in the Chroma server)."""
-        return self.store.uploads_dir(corpus)
 
     def upload(self, filename: str, data: bytes, corpus: str = UPLOAD_CORPUS) -> Summary:
         """Validate, chunk and embed (no lock held), then store and index one file under the write lease; a

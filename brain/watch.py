@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import Callable
 
 from brain import BrainError
 from brain.chunking import CHUNKER_VERSION
@@ -69,10 +70,14 @@ def unchanged(m, specs: list[CorpusSpec]) -> Summary | None:
 
 
 class Watcher:
-    def __init__(self, brain, interval: float = 0.5, settle: float = 0.3, max_wait: float = 1.0, log=None,
-                 specs: list[CorpusSpec] | None = None):
-        self.brain = brain
-        self.specs = specs  # None: every corpus the index knows (re-read each scan), as POST /ingest
+    """`ingest(specs)` writes and returns a Summary; `corpora()` lists what to watch when no `specs` are given
+    (re-read each scan, so a corpus added meanwhile is watched too); `warm()` loads what an ingest needs."""
+
+    def __init__(self, ingest: Callable[[list[CorpusSpec]], Summary], corpora: Callable[[], list[CorpusSpec]],
+                 warm: Callable[[], None] = lambda: None, interval: float = 0.5, settle: float = 0.3,
+                 max_wait: float = 1.0, log=None, specs: list[CorpusSpec] | None = None):
+        self.ingest, self.corpora, self.warm = ingest, corpora, warm
+        self.specs = specs
         self.interval, self.settle, self.max_wait = interval, settle, max_wait
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.ingests = 0  # ingests run (tests: a burst of edits is one)
@@ -89,12 +94,12 @@ class Watcher:
 
     def run(self) -> None:
         """Ingest once (anything changed while nobody watched), then follow changes until stop()."""
-        self.brain.embedder.model  # load now: a change must not wait seconds for torch
-        specs = self.specs or self.brain.known_corpora()
+        self.warm()  # load the model now: a change must not wait seconds for torch
+        specs = self.specs or self.corpora()
         self._ingest(specs)
         last = scan(specs)
         while not self.stop_event.wait(self.interval):
-            specs = self.specs or self.brain.known_corpora()  # a corpus added meanwhile is watched too
+            specs = self.specs or self.corpora()
             now = scan(specs)
             if now == last:
                 continue
@@ -109,8 +114,7 @@ class Watcher:
 
     def _ingest(self, specs: list[CorpusSpec]) -> None:
         try:
-            summary = self.brain.ingest(specs)
-            self.brain.searcher.persist()
+            summary = self.ingest(specs)
         except BrainError as e:
             self.log(f"watch: ingest failed: {e}")
             return

@@ -242,7 +242,7 @@ def test_conflicts_command_shape(toy_brain):
 
 
 def test_cli_record_attempts_and_conflicts(toy_brain, monkeypatch, capsys, tmp_path):
-    from cli import main
+    from cli.main import main
     brain, _ = toy_brain
     monkeypatch.setenv("BRAIN_HOME", str(brain.settings.home))
     monkeypatch.setattr("sys.stdin", __import__("io").StringIO("not json"))

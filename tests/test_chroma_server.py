@@ -21,7 +21,8 @@ from brain import BrainError, Unavailable
 from brain.chunking import CHUNKER_VERSION, chunk_text
 from brain.config import PROJECT_ROOT, CorpusSpec, Settings
 from brain.service import Brain
-from brain.store import ServerLease, Store
+from brain.store import open_store
+from brain.store.lease import ServerLease
 from tests.conftest import corpus
 
 CHROMA = Path(sys.executable).with_name("chroma")
@@ -157,8 +158,8 @@ def test_homes_sharing_only_the_server_serve_one_index(tmp_path, chroma_server, 
 LEASE_WORKER = textwrap.dedent("""
     import json, sys, time
     from brain.config import Settings
-    from brain.store import Store
-    store, log = Store(Settings()), open(sys.argv[1], "a")
+    from brain.store import open_store
+    store, log = open_store(Settings()), open(sys.argv[1], "a")
     for _ in range(int(sys.argv[2])):
         with store.lease(wait=60) as lease:
             start = time.time()
@@ -193,7 +194,7 @@ def test_the_lease_admits_one_writer_at_a_time_across_processes(tmp_path, chroma
 
 def test_a_stale_lease_is_taken_over_by_exactly_one_of_racing_writers(tmp_path, chroma_server):
     """A holder that died leaves its lease expiring; three writers race for it: one at a time, after expiry."""
-    store = Store(Settings(home=tmp_path / "dead", chroma_url=chroma_server, index="lease-stale"))
+    store = open_store(Settings(home=tmp_path / "dead", chroma_url=chroma_server, index="lease-stale"))
     dead = ServerLease(store, ttl=2.0)
     dead.acquire()
     dead._stop.set()  # the holder dies: no more heartbeats, never released
@@ -210,14 +211,14 @@ KILLED_WRITER = textwrap.dedent("""
     from pathlib import Path
     from brain.config import CorpusSpec, Settings
     from brain.service import Brain
-    from brain.store import Store
+    from brain.store.server import ServerStore
     point = sys.argv[2]
-    real = getattr(Store, point)
+    real = getattr(ServerStore, point)
     def die(self, *a, **k):
         if point == "delete" and not a[0]:
             return real(self, *a, **k)
         os.kill(os.getpid(), 9)  # SIGKILL mid-write, holding the lease
-    setattr(Store, point, die)
+    setattr(ServerStore, point, die)
     Brain(Settings()).ingest([CorpusSpec("k", Path(sys.argv[1]))])
 """)
 
@@ -339,14 +340,14 @@ def test_an_index_of_another_model_or_chunker_is_refused_not_mixed(tmp_path, chr
 
 
 def test_reading_an_unknown_index_creates_nothing_on_the_server(tmp_path, chroma_server):
-    store = Store(Settings(home=tmp_path / "r", chroma_url=chroma_server, index="never-written"))
+    store = open_store(Settings(home=tmp_path / "r", chroma_url=chroma_server, index="never-written"))
     assert store.generation(max_age=0) == 0 and store.load_manifest().files == {}
     assert not [c.name for c in store.client.list_collections() if c.name.startswith("never-written")]
 
 
 def test_a_bad_index_name_is_one_clear_error(tmp_path):
     with pytest.raises(BrainError, match="BRAIN_INDEX"):
-        Store(Settings(home=tmp_path, index="../x"))
+        open_store(Settings(home=tmp_path, index="../x"))
 
 
 def test_unreachable_server_is_one_clear_error(tmp_path, embedder):

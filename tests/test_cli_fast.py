@@ -19,7 +19,7 @@ def run_cli(*args, home=None, cwd=PROJECT_ROOT, code=None, stdout=subprocess.PIP
     env.update(HF_HUB_OFFLINE="1", PYTHONPATH=str(PROJECT_ROOT))
     if home is not None:
         env["BRAIN_HOME"] = str(home)
-    script = ("import sys, json\nfrom cli import main\ncode = main(sys.argv[1:])\n" + (code or "")
+    script = ("import sys, json\nfrom cli.main import main\ncode = main(sys.argv[1:])\n" + (code or "")
               + "\nsys.exit(code)")
     return subprocess.run([sys.executable, "-c", script, *args], stdout=stdout, stderr=subprocess.PIPE,
                           text=True, env=env, cwd=cwd, timeout=120)
@@ -37,7 +37,7 @@ def project(tmp_path_factory, embedder):
                                           f"columns before the MMA; free them in the epilogue warp {n}.\n")
     brain = Brain(Settings(home=root / ".brain"), embedder=embedder)
     brain.ingest([CorpusSpec("docs", docs)])
-    brain.searcher.persist()
+    brain.snapshot()
     (root / "sub" / "deeper").mkdir(parents=True)
     return root
 
@@ -90,7 +90,7 @@ def test_search_from_the_snapshot_file_matches_the_store(project, embedder):
     settings = Settings(home=project / ".brain")
     cold = Brain(settings, embedder=embedder)
     warm = Brain(settings, embedder=embedder)
-    warm.searcher.cache.path = project / "no-cache-here.npz"  # forces the read from Chroma
+    warm.searcher.snapshots.cache.path = project / "no-cache-here.npz"  # forces the read from Chroma
     q = "free the tensor memory in the epilogue"
     assert [h.id for h in cold.searcher.search(q, 5)] == [h.id for h in warm.searcher.search(q, 5)]
     assert cold.searcher.snapshot().vectors.shape == warm.searcher.snapshot().vectors.shape

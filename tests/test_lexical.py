@@ -68,16 +68,16 @@ def test_lexical_cache_saves_race_without_error(tmp_path):
     import threading
 
     from brain.config import Settings
-    from brain.store import Store
+    from brain.search.cache import LexicalCache
 
-    store = Store(Settings(home=tmp_path / "home"))
+    cache = LexicalCache(Settings(home=tmp_path / "home"))
     lex = LexicalIndex.build(["a", "b"], ["tma loads", "tensor memory"])
     errors = []
 
     def save(generation):
         try:
             for _ in range(15):
-                store.save_lexical(lex, generation)
+                cache.save(lex, generation)
         except Exception as e:  # noqa: BLE001 - any escape is the failure under test
             errors.append(repr(e))
 
@@ -87,6 +87,6 @@ def test_lexical_cache_saves_race_without_error(tmp_path):
     for t in threads:
         t.join()
     assert not errors, errors[:3]
-    assert any(store.load_lexical(g) for g in range(1, 7))
-    assert [p.name for p in store.lexical_path.parent.iterdir() if p.name.startswith("lexical.")] == \
+    assert any(cache.load(g) for g in range(1, 7))
+    assert [p.name for p in cache.path.parent.iterdir() if p.name.startswith("lexical.")] == \
         ["lexical.lock"]  # no temporary or old folder left behind

@@ -30,7 +30,7 @@ def watched(tmp_path, make_brain):
     spec = CorpusSpec("docs", docs)
     brain.ingest([spec])
     logs = []
-    w = Watcher(brain, interval=0.1, settle=0.3, max_wait=1.0, specs=[spec], log=logs.append)
+    w = Watcher(brain.ingest, brain.known_corpora, interval=0.1, settle=0.3, max_wait=1.0, specs=[spec], log=logs.append)
     t = w.start()
     wait_for(lambda: w.ingests >= 1)  # the start-up ingest (a no-op here)
     yield brain, docs, w, logs
@@ -56,7 +56,7 @@ def test_edit_add_delete_reach_the_index(watched):
     assert any("1 changed" in line for line in logs)
     # the snapshot file the next CLI process reads is the current generation
     m = brain.store.load_manifest()
-    assert brain.searcher.cache.load(m) is not None
+    assert brain.searcher.snapshots.cache.load(m) is not None
 
 
 def test_a_burst_of_edits_is_one_ingest(watched):

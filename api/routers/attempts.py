@@ -21,12 +21,12 @@ def attempts(q: str | None = Query(None, max_length=2000, description="rank the 
              corpus: str | None = Query(None, max_length=64),
              include_superseded: bool = Query(False, description="also records a later one supersedes"),
              k: int = Query(10, ge=1, le=100), brain: Brain = Depends(get_brain)) -> dict:
-    return brain.attempts.find(q, technique, verdict, problem, include_superseded, k, corpus)
+    return brain.find_attempts(q, technique, verdict, problem, include_superseded, k, corpus)
 
 
 @router.get("/attempts/conflicts", summary="records on one technique whose verdicts or lessons disagree")
 def conflicts(technique: str | None = Query(None, max_length=64), brain: Brain = Depends(get_brain)) -> dict:
-    return brain.attempts.conflicts(technique)
+    return brain.attempt_conflicts(technique)
 
 
 @router.post("/attempts", status_code=201, dependencies=[Depends(require_api_key)],
@@ -35,4 +35,4 @@ def record(body: Any = Body(..., description="title, verdict (required), problem
                                              "change, figures [{label, before, after, unit}], lesson, supersedes"),
            to: str | None = Query(None, max_length=64, description="records worklog (default attempts.md)"),
            brain: Brain = Depends(get_brain)) -> dict:
-    return brain.attempts.record(body, to)
+    return brain.record(body, to)

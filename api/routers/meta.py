@@ -1,8 +1,6 @@
 """What the index holds: /health, /stats, /patterns, /tags."""
 from __future__ import annotations
 
-from collections import Counter
-
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
@@ -16,7 +14,7 @@ router = APIRouter(tags=["index"])
 @router.get("/health", summary="the process answers and the index opens (503 with the reason if it does not)")
 def health(brain: Brain = Depends(get_brain)):
     try:
-        snap = brain.searcher.snapshot()
+        snap = brain.snapshot()
     except BrainError as e:  # e.g. a corrupt manifest or an unreachable Chroma server
         return JSONResponse({"status": "error", "error": str(e)}, status_code=503)
     return {"status": "ok", "chunks": len(snap.ids), "generation": snap.generation}
@@ -34,5 +32,4 @@ def patterns(brain: Brain = Depends(get_brain)) -> list[dict]:
 
 @router.get("/tags", summary="tags present in the index, with how many chunks carry each")
 def tags(brain: Brain = Depends(get_brain)) -> list[dict]:
-    counts = Counter(t for m in brain.searcher.snapshot().metas for t in m["tags"].split(",") if t)
-    return [{"tag": t, "chunks": n} for t, n in sorted(counts.items())]
+    return brain.tags()

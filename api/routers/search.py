@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
 from api.deps import get_brain
-from brain.context import MAX_BUDGET, MIN_BUDGET, build_context
+from brain.context import MAX_BUDGET, MIN_BUDGET, build_context, check_budget
 from brain.search import Filters
 from brain.service import Brain
 
@@ -87,4 +87,5 @@ def context(q: str = Query(..., min_length=1, max_length=MAX_QUERY),
                                        description="upper bound on the text's tokens (counted pessimistically)"),
             k: int = Query(10, ge=1, le=50, description="passages considered"),
             f: FilterFields = Depends(filter_query), brain: Brain = Depends(get_brain)) -> dict:
-    return build_context(brain, q, budget_tokens, k, f.filters())
+    check_budget(budget_tokens)  # before the search: a bad budget costs nothing
+    return build_context(brain.search(q, k=k, filters=f.filters()), budget_tokens)

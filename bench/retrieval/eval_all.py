@@ -90,7 +90,7 @@ def main() -> int:
         embedder = brain.embedder
         manifest = brain.store.load_manifest()
         if manifest.generation and manifest.model and manifest.model != brain.settings.model:
-            brain.store.reset()
+            brain.rebuild()
         summary = brain.ingest(specs)
         print(f"{name}: {summary.line()}", file=sys.stderr)
         for file in files:

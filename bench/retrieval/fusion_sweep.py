@@ -25,11 +25,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import brain.search as search  # noqa: E402
+import brain.search.passages as passages  # noqa: E402
+import brain.search.searcher as searcher_module  # noqa: E402
 import brain.thesaurus as thesaurus  # noqa: E402
 from brain.config import Settings  # noqa: E402
 from brain.evaluate import evaluate, load_questions  # noqa: E402
 from brain.lexical import BM25_B, BM25_K1, CONTEXT_WEIGHT, LexicalIndex  # noqa: E402
+from brain.search.fusion import FUSION, Fusion  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
 # Context field weights 2 and 3 won on the tune halves but lost on every report half (--ablate, README): the
@@ -40,13 +42,15 @@ EXPANSIONS = (0.0, 0.15)  # 0: thesaurus off (0.3 and 0.5 lost on every tune hal
 MODULE_DOC_WEIGHTS = (1.0, 0.85, 0.7)  # 1: module docstrings rank as any chunk
 CONFIDENCE = 0.95  # share of bootstrap resamples in which the best configuration must beat the defaults
 RESAMPLES = 2000
-FUSIONS = ([search.Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0)
+FUSIONS = ([Fusion(beta=b, beta_decisive=b, code_dense=c) for b in (0.2, 0.5, 1.0)
              for c in (1.0, 0.75, 0.5, 0.25)]
-           + [search.Fusion(beta=b, beta_decisive=bd, gap=g, code_dense=c)
+           + [Fusion(beta=b, beta_decisive=bd, gap=g, code_dense=c)
               for g, bd, b, c in itertools.product((0.1, 0.25), (0.1, 0.2), (0.5, 1.0), (1.0, 0.5, 0.25))]
-           + [search.Fusion(beta=b, beta_decisive=0.2, gap=1.0, ident=True, code_dense=c)
+           + [Fusion(method="adaptive-ident", beta=b, beta_decisive=0.2, gap=1.0, code_dense=c)
               for b in (0.5, 1.0) for c in (1.0, 0.25)]
-           + [search.Fusion(rrf=True)])
+           + [Fusion(method="rrf")])
+# The thesaurus expansion of bm25's query (brain/thesaurus.py) is a variant of the sweep's, off in the searcher.
+EXPANSION = {"on": False}
 
 
 def cache(searcher) -> None:
@@ -55,7 +59,9 @@ def cache(searcher) -> None:
     for name in ("_dense", "_bm25"):
         fn, memo = getattr(searcher, name), {}
 
-        def cached(snap, query, f, n, fn=fn, memo=memo):
+        def cached(snap, query, f, n, fn=fn, memo=memo, lexical=name == "_bm25"):
+            if lexical and EXPANSION["on"]:
+                query = thesaurus.weighted_query(query)
             key = (query, repr(f), n)
             if key not in memo:
                 memo[key] = fn(snap, query, f, n)
@@ -111,19 +117,19 @@ def confidence(better: list[list[float]], base: list[list[float]], resamples: in
 
 def ablate(sets) -> None:
     """The defaults against each of their parts switched off, on both halves (what each part is worth)."""
-    f = search.FUSION
-    defaults = {"context_weight": CONTEXT_WEIGHT, "bm25": (BM25_K1, BM25_B), "expand": search.EXPAND, "fusion": f,
-                "passage": search.SECTION_PASSAGE, "subtree": search.SUBTREE_PASSAGE,
-                "doc_weight": search.MODULE_DOC_WEIGHT}
+    f = FUSION
+    defaults = {"context_weight": CONTEXT_WEIGHT, "bm25": (BM25_K1, BM25_B), "expand": EXPANSION["on"], "fusion": f,
+                "passage": passages.SECTION_PASSAGE, "subtree": passages.SUBTREE_PASSAGE,
+                "doc_weight": searcher_module.MODULE_DOC_WEIGHT}
     variants = {"defaults": {},  # each variant: what it changes in the defaults
                 "bm25s's default k1 1.5, b 0.75": {"bm25": (1.5, 0.75)},
-                f"thesaurus {'off' if search.EXPAND else 'on'}": {"expand": not search.EXPAND},
+                f"thesaurus {'off' if EXPANSION['on'] else 'on'}": {"expand": not EXPANSION["on"]},
                 "context field weight 3": {"context_weight": 3},
                 "code cosine at full weight": {"fusion": replace(f, code_dense=1.0)},
                 "no decisive-lead rule (gap 1)": {"fusion": replace(f, gap=1.0, beta_decisive=f.beta)},
                 "previous defaults": {  # until 2026-11-24: k1 1.5, b 0.75, thesaurus on, lexical-first-1-code0.75
                     "bm25": (1.5, 0.75), "expand": True,
-                    "fusion": search.Fusion(beta=1.0, beta_decisive=1.0, code_dense=0.75)},
+                    "fusion": Fusion(beta=1.0, beta_decisive=1.0, code_dense=0.75)},
                 "no section widening": {"passage": 0},
                 "no parent-heading widening": {"subtree": 0},
                 "parent heading up to 1,800": {"subtree": 1800},
@@ -132,8 +138,8 @@ def ablate(sets) -> None:
 
     def apply(v: dict) -> None:
         set_lexical(sets, v["context_weight"], *v["bm25"])
-        search.EXPAND, search.SECTION_PASSAGE, search.MODULE_DOC_WEIGHT = v["expand"], v["passage"], v["doc_weight"]
-        search.SUBTREE_PASSAGE = v["subtree"]
+        EXPANSION["on"], passages.SECTION_PASSAGE, passages.SUBTREE_PASSAGE = v["expand"], v["passage"], v["subtree"]
+        searcher_module.MODULE_DOC_WEIGHT = v["doc_weight"]
 
     for split in ("tune", "report"):
         print(f"{split} halves: hybrid MRR@10 " + " ".join(f"{name:>12.12}" for name, _, _ in sets))
@@ -155,18 +161,18 @@ def main() -> None:
         return
     sets = load_sets(args)
     print(f"current defaults: bm25 k1 {BM25_K1:g} b {BM25_B:g}, expansion "
-          f"{thesaurus.EXPANSION_WEIGHT if search.EXPAND else 'off'}, fusion {search.FUSION.name}, "
-          f"module docstrings x{search.MODULE_DOC_WEIGHT}", flush=True)
-    defaults = ((BM25_K1, BM25_B), thesaurus.EXPANSION_WEIGHT if search.EXPAND else 0.0, search.MODULE_DOC_WEIGHT,
-                search.FUSION)
+          f"{thesaurus.EXPANSION_WEIGHT if EXPANSION['on'] else 'off'}, fusion {FUSION.name}, "
+          f"module docstrings x{searcher_module.MODULE_DOC_WEIGHT}", flush=True)
+    defaults = ((BM25_K1, BM25_B), thesaurus.EXPANSION_WEIGHT if EXPANSION["on"] else 0.0,
+                searcher_module.MODULE_DOC_WEIGHT, FUSION)
     rows = []
     for bm, ew in itertools.product(BM25_PARAMS, EXPANSIONS):
         set_lexical(sets, CONTEXT_WEIGHT, *bm)
-        search.EXPAND = ew > 0
+        EXPANSION["on"] = ew > 0
         thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT
         base = run(sets, "tune", ("bm25", "dense"))
         for dw, fusion in itertools.product(MODULE_DOC_WEIGHTS, FUSIONS):
-            search.MODULE_DOC_WEIGHT = dw
+            searcher_module.MODULE_DOC_WEIGHT = dw
             hyb = run(sets, "tune", fusion=fusion)
             mrr = sum(h["hybrid"]["mrr@10"] for h in hyb.values()) / len(hyb)
             deficit = sum(max(0.0, max(base[n]["bm25"]["mrr@10"], base[n]["dense"]["mrr@10"]) - hyb[n]["hybrid"]["mrr@10"])
@@ -193,9 +199,9 @@ def main() -> None:
     print(f"chosen: {'the best' if chosen is best else f'the defaults (under {CONFIDENCE:.0%}: the gain is within noise)'}")
     mrr, deficit, bm, ew, dw, fusion, _ = chosen
     set_lexical(sets, CONTEXT_WEIGHT, *bm)
-    search.EXPAND = ew > 0
+    EXPANSION["on"] = ew > 0
     thesaurus.EXPANSION_WEIGHT = ew or thesaurus.EXPANSION_WEIGHT
-    search.MODULE_DOC_WEIGHT = dw
+    searcher_module.MODULE_DOC_WEIGHT = dw
     for split in ("tune", "report"):
         res = run(sets, split, ("bm25", "dense", "hybrid"), fusion=fusion)
         print(f"{split} halves        {'n':>3} {'mode':<7} {'hit@1':>6} {'hit@5':>6} {'mrr@10':>7} {'chars@5':>8}")

@@ -18,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from brain.evaluate import _relevant  # noqa: E402
 from brain.search import Filters  # noqa: E402
+from brain.search.match import match_signals  # noqa: E402
+from brain.search.queries import pitfall  # noqa: E402
 from fusion_sweep import open_sets  # noqa: E402  (bench/retrieval/fusion_sweep.py, beside this script)
 
 OFFTOPIC = Path(__file__).resolve().parents[1] / "data" / "match_offtopic.json"
@@ -36,11 +38,11 @@ def main() -> None:
         lows = []
         for q in questions:
             f = Filters(kind=q.get("kind"), tag=q.get("tag"), corpus=q.get("corpus"))
-            hits = searcher.pitfall(q["q"], 10, f) if q.get("mode") == "pitfall" else searcher.search(q["q"], 10, f)
+            hits = pitfall(searcher, q["q"], 10, f) if q.get("mode") == "pitfall" else searcher.search(q["q"], 10, f)
             levels[hits.match] += 1
             if VERBOSE:
                 lists = searcher.retrieve(q["q"], f.normalized(), "hybrid")
-                lows.append((searcher.match_signals(searcher.snapshot(), q["q"], lists), q["q"][:70]))
+                lows.append((match_signals(searcher.snapshot(), q["q"], lists), q["q"][:70]))
             right[hits.match] += bool(hits) and _relevant(hits[0].text, q["any"])
         total.update(levels)
         total.update({f"right {lvl}": n for lvl, n in right.items()})
@@ -57,7 +59,7 @@ def main() -> None:
         home = brain.settings.home
         levels = Counter(brain.searcher.search(q, 10).match for q in queries)
         for q in queries[:VERBOSE]:
-            sig = brain.searcher.match_signals(brain.searcher.snapshot(), q, brain.searcher.retrieve(q, Filters(), "hybrid"))
+            sig = match_signals(brain.searcher.snapshot(), q, brain.searcher.retrieve(q, Filters(), "hybrid"))
             print(f"   off-topic: {sig}  {q}")
         print(f"off-topic ({len(queries)}) on {home}: " + "  ".join(f"{lvl} {levels[lvl]}" for lvl in ("strong", "weak", "none")))
 

@@ -31,6 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import fusion_sweep as fs  # noqa: E402
 import brain.lexical as lexical  # noqa: E402
 import brain.search as search  # noqa: E402
+import brain.search.match as match_module  # noqa: E402
+import brain.search.searcher as searcher_module  # noqa: E402
+from brain.chunking import SECTION_SEP  # noqa: E402
+from brain.thesaurus import weighted_query  # noqa: E402
 import brain.thesaurus as thesaurus  # noqa: E402
 from brain.chunking import chunk_file  # noqa: E402
 from brain.evaluate import _relevant, select  # noqa: E402
@@ -190,7 +194,7 @@ def probe_bigrams(sets, split, base):
 
     lexical.tokenize = with_pairs
     lexical._document_tokens.cache_clear()
-    search.weighted_query = query
+    match_module.weighted_query = query
     try:
         fs.set_lexical(sets)
         for w in (0.25, 0.5, 1.0):
@@ -200,7 +204,7 @@ def probe_bigrams(sets, split, base):
             res = fs.run(sets, split)
             report(f"pair weight {w}", {n: r["hybrid"]["mrr@10"] for n, r in res.items()}, base)
     finally:
-        lexical.tokenize, search.weighted_query = plain, weighted
+        lexical.tokenize, match_module.weighted_query = plain, weighted
         lexical._document_tokens.cache_clear()
         fs.set_lexical(sets)
 
@@ -209,7 +213,7 @@ def _capture_queries(searchers) -> dict:
     """Make each searcher record the query and snapshot of its current retrieval (undo: del s.retrieve)."""
     now = {}
     for s in searchers:
-        def retrieve(query, f, mode, n=search.POOL, snap=None, s=s, orig=s.retrieve):
+        def retrieve(query, f, mode, n=searcher_module.POOL, snap=None, s=s, orig=s.retrieve):
             now.update(query=query, snap=snap or s.snapshot())
             return orig(query, f, mode, n, now["snap"])
         s.retrieve = retrieve
@@ -219,9 +223,9 @@ def _capture_queries(searchers) -> dict:
 def _unit(m: dict) -> tuple:
     """The section a chunk belongs to; for code, its top-level definition (module level counts as one)."""
     sec = m["section"]
-    if m["kind"] == "code" and search.SECTION_SEP in sec:
-        head, rest = sec.split(search.SECTION_SEP, 1)
-        sec = head + search.SECTION_SEP + rest.split(".")[0].split(",")[0]
+    if m["kind"] == "code" and SECTION_SEP in sec:
+        head, rest = sec.split(SECTION_SEP, 1)
+        sec = head + SECTION_SEP + rest.split(".")[0].split(",")[0]
     return m["corpus"], m["source"], sec
 
 
@@ -238,23 +242,23 @@ def probe_section(sets, split, base):
                                                ["\n".join(snap.texts[p] for p in groups[k]) for k in keys],
                                                [snap.metas[groups[k][0]] for k in keys])
         units[id(snap)] = (index, {snap.ids[p]: str(n) for n, k in enumerate(keys) for p in groups[k]})
-    plain, gamma = search.fuse, {"g": 0.0}
+    plain, gamma = searcher_module.fuse, {"g": 0.0}
 
     def fuse(lists, fusion=None, identifier_hit=False, code=frozenset()):
         out = plain(lists, fusion, identifier_hit, code)
         if not gamma["g"] or len(lists) < 2:
             return out
         index, unit_of = units[id(now["snap"])]
-        scores = dict(index.search(search.weighted_query(now["query"]), 200))
+        scores = dict(index.search(weighted_query(now["query"]), 200))
         best = max(scores.values(), default=1.0)
         return {i: v + gamma["g"] * scores.get(unit_of[i], 0.0) / best for i, v in out.items()}
-    search.fuse = fuse
+    searcher_module.fuse = fuse
     try:
         for g in (0.1, 0.2, 0.4):
             gamma["g"] = g
             report(f"section bm25 x {g}", {n: r["hybrid"]["mrr@10"] for n, r in fs.run(sets, split).items()}, base)
     finally:
-        search.fuse = plain
+        searcher_module.fuse = plain
         for s in searchers:
             del s.retrieve  # the class's own method again
 

@@ -76,13 +76,12 @@ def main() -> None:
             annotated.append((time.perf_counter() - t) * 1000)
     print(f"Searcher.search hybrid (no annotations)   {stats(bare)}")
     print(f"Brain.search hybrid (with annotations)     {stats(annotated)}   (target p50 <= 15)")
-    hits = {q: [dict(h) for h in brain.search(q, 10)["results"]] for q in QUERIES}
+    hits = {q: brain.searcher.search(q, 10) for q in QUERIES}
     alone = []
     for _ in range(args.rounds * 5):
         for q in QUERIES:
-            rows = [dict(h) for h in hits[q]]
             t = time.perf_counter()
-            brain.attempts.annotate(rows)
+            brain.attempts.rank(list(hits[q]))
             alone.append((time.perf_counter() - t) * 1000)
     print(f"the annotation alone (10 hits)            {stats(alone)}")
     found = []
@@ -90,7 +89,7 @@ def main() -> None:
         for q in QUERIES:
             clear()
             t = time.perf_counter()
-            brain.attempts.find(q, k=10)
+            brain.find_attempts(q, k=10)
             found.append((time.perf_counter() - t) * 1000)
     print(f"attempts.find (records ranked by a query)  {stats(found)}")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from brain.config import Settings
-from brain.store import Store
+from brain.store import open_store
 
 
 def race(read, collection, writes: int, readers: int) -> tuple[int, list[str]]:
@@ -58,9 +58,9 @@ def main() -> None:
     include = ["documents", "metadatas", "embeddings"]
     for label, suffix, read in [
         ("collection.get()", "raw", lambda c: c.get(include=include, limit=2000, offset=0)),
-        ("Store.pages()", "pages", None),
+        ("store.pages()", "pages", None),
     ]:
-        store = Store(Settings(home=Path(tempfile.mkdtemp(prefix="race."))))
+        store = open_store(Settings(home=Path(tempfile.mkdtemp(prefix="race."))))
         collection = store.named_collection(suffix)
         read = read or (lambda c, store=store: list(store.pages(c, include)))
         total, errors = race(read, collection, args.writes, args.readers)

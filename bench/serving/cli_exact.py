@@ -55,7 +55,7 @@ def main() -> int:
     brain = Brain(Settings(home=a.home))
     if tmp:
         brain.ingest(default_corpora())
-    brain.searcher.persist()
+    brain.snapshot()
     snap = brain.searcher.snapshot()
     questions = [q["q"] for q in json.loads(a.questions.read_text())]
     texts = [f"{m['context']}\n\n{t}" if m.get("context") else t for t, m in zip(snap.texts, snap.metas)]

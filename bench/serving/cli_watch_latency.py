@@ -53,7 +53,7 @@ def main() -> int:
     brain.ingest([spec])
     print(f"corpus: {a.files} files, {len(brain.searcher.snapshot().ids)} chunks, ingested in "
           f"{time.perf_counter() - t0:.1f} s")
-    w = Watcher(brain, specs=[spec], log=lambda line: None)
+    w = Watcher(brain.ingest, brain.known_corpora, specs=[spec], log=lambda line: None)
     threading.Thread(target=w.run, daemon=True).start()
     until(lambda: w.ingests >= 1)
 
@@ -64,7 +64,7 @@ def main() -> int:
         t_edit = time.perf_counter()
         path.write_text(path.read_text() + f"\nThe {token} changed the pipeline depth.\n")
         searchable.append(until(lambda: any(token in h["text"] for h in brain.search(token, k=3)["results"])))
-        on_disk.append(until(lambda: (c := brain.searcher.cache.load(brain.store.load_manifest())) is not None
+        on_disk.append(until(lambda: (c := brain.searcher.snapshots.cache.load(brain.store.load_manifest())) is not None
                              and any(token in t for t in c.texts)) + searchable[-1])
         assert time.perf_counter() - t_edit >= on_disk[-1] - 1e-3
         time.sleep(1.0)

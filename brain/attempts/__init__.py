@@ -1,9 +1,9 @@
 """Attempt records: what was tried, what it measured, what it concluded, and which lessons disagree.
 
-`Attempts(brain)` is the one entry point (the Brain holds one): `sync()` after writes, `find()` for
-`brain attempts` / GET /attempts / find_attempts, `conflicts()`, `annotate()` for search results, and
-`record()` to write one back (`brain record`, POST /attempts, record_attempt).
-Modules: extract (rules), relations (supersession, conflicts), store (side collection), writeback.
+`Attempts(store, embedder)` is the one entry point (the Brain holds one): `sync()` after writes, `find()` for
+`brain attempts` / GET /attempts / the `attempts` MCP tool, `conflicts()`, and `rank()`, the ranking stage
+that search hits pass through. Writing a record back (`brain record`) is writeback.py, called by the Brain.
+Modules: extract (rules), relations (supersession, conflicts), store (side collection), writeback, format.
 """
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ def check_filters(technique: str | None, verdict: str | None, problem: str | Non
 
 
 class Attempts:
-    def __init__(self, brain):
-        self.brain = brain
-        self.store = AttemptStore(brain.store, brain.embedder)
+    def __init__(self, store, embedder):
+        self.embedder = embedder
+        self.store = AttemptStore(store, embedder)
 
     def sync(self) -> dict:
         return self.store.sync()
@@ -63,7 +63,7 @@ class Attempts:
             rows = [r for r, ok in zip(loaded.records, keep) if ok]
             return {"query": None, "results": [public(r) for r in rows[:k]]}
         lists = {"bm25": loaded.lexical.search(query, POOL, keep) if keep.any() else [],
-                 "dense": nearest(loaded.vectors, self.brain.embedder.encode_query(query),
+                 "dense": nearest(loaded.vectors, self.embedder.encode_query(query),
                                   [r["id"] for r in loaded.records], POOL, keep) if keep.any() else []}
         fused = fuse(lists)
         by_id = loaded.by_id()
@@ -78,43 +78,36 @@ class Attempts:
                 "why": c["why"]} for c in loaded.conflicts if not t or t == c["technique"]]
         return {"conflicts": out}
 
-    def annotate(self, results: list[dict]) -> list[dict]:
-        """Search hits get `superseded_by` (the successor's id, when the record citing the hit is superseded)
-        and `conflicts_with` (ids of records disagreeing with the records citing it); a superseded hit moves
-        below the first hit of its successor, or of newer, not superseded lines of the same file."""
+    def rank(self, hits: list) -> list:
+        """The ranking stage search hits pass through: each hit gets `relations` (`superseded_by`: the
+        successor's id when the record citing the hit is superseded; `conflicts_with`: ids of records disagreeing
+        with the records citing it), and a superseded hit moves below the first hit of its successor, or of
+        newer, not superseded lines of the same file."""
         by_file, by_id = self.store.relations()  # no Chroma, no model: a search stays as fast as it was
-        for h in results:
-            recs = [r for r in by_file.get((h["corpus"], h["source"]), [])
-                    if r["start_line"] <= h["end_line"] and h["start_line"] <= r["end_line"]]
+        for h in hits:
+            m = h.meta
+            recs = [r for r in by_file.get((m["corpus"], m["source"]), [])
+                    if r["start_line"] <= m["end_line"] and m["start_line"] <= r["end_line"]]
             # the record holding most of the hit's lines (a chunk may open with the heading above it)
-            holder = max(recs, key=lambda r: (min(r["end_line"], h["end_line"]) - max(r["start_line"], h["start_line"]),
+            holder = max(recs, key=lambda r: (min(r["end_line"], m["end_line"]) - max(r["start_line"], m["start_line"]),
                                               r["start_line"] - r["end_line"]), default=None)
-            h["superseded_by"] = holder["superseded_by"] if holder else None
-            h["conflicts_with"] = sorted({c for r in recs for c in r["conflicts_with"]})
-        if not any(h["superseded_by"] for h in results):
-            return results
-        out = list(results)
-        for h in [h for h in results if h["superseded_by"]]:
-            succ = by_id.get(h["superseded_by"])
+            h.relations = {"superseded_by": holder["superseded_by"] if holder else None,
+                           "conflicts_with": sorted({c for r in recs for c in r["conflicts_with"]})}
+        out = list(hits)
+        for h in [h for h in hits if h.relations["superseded_by"]]:
+            succ = by_id.get(h.relations["superseded_by"])
             i = out.index(h)
             j = next((j for j in range(i + 1, len(out)) if _newer(out[j], h, succ)), None)
             if j is not None:
                 out.insert(j, out.pop(i))
-        for n, h in enumerate(out, 1):
-            if "rank" in h:
-                h["rank"] = n
         return out
 
-    # ---- writes -------------------------------------------------------------------------------
-    def record(self, obj, file: str | None = None) -> dict:
-        from brain.attempts.writeback import write_record
-        return write_record(self.brain, obj, file)
 
-
-def _newer(hit: dict, old: dict, succ: dict | None) -> bool:
+def _newer(hit, old, succ: dict | None) -> bool:
     """Is `hit` the successor's passage, or later lines of the same file that nothing supersedes?"""
-    same_file = (hit["corpus"], hit["source"]) == (old["corpus"], old["source"])
-    if succ and (hit["corpus"], hit["source"]) == (succ["corpus"], succ["source"]) \
-            and succ["start_line"] <= hit["end_line"] and hit["start_line"] <= succ["end_line"]:
+    h, o = hit.meta, old.meta
+    same_file = (h["corpus"], h["source"]) == (o["corpus"], o["source"])
+    if succ and (h["corpus"], h["source"]) == (succ["corpus"], succ["source"]) \
+            and succ["start_line"] <= h["end_line"] and h["start_line"] <= succ["end_line"]:
         return True
-    return same_file and hit["start_line"] > old["end_line"] and not hit["superseded_by"]
+    return same_file and h["start_line"] > o["end_line"] and not hit.relations["superseded_by"]

@@ -26,7 +26,7 @@ from brain import Unavailable
 from brain.chunking import UnsupportedFile, read_text
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex
-from brain.store import Store, _atomic_write
+from brain.store import Store, atomic_write
 
 _PAGE = 2000
 
@@ -156,7 +156,7 @@ class AttemptStore:
         if new or gone or self._synced() != (m.generation, EXTRACTOR_VERSION):
             self._loaded = None
             loaded = self.load(check=False)
-            _atomic_write(self.relations_path, json.dumps({"generation": m.generation, "extractor": EXTRACTOR_VERSION,
+            atomic_write(self.relations_path, json.dumps({"generation": m.generation, "extractor": EXTRACTOR_VERSION,
                                                            "records": [
                 {k: r[k] for k in ("id", "corpus", "source", "start_line", "end_line", "superseded_by",
                                    "conflicts_with")} for r in loaded.records]}))

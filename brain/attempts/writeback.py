@@ -13,11 +13,12 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Callable
 
 from brain import BrainError
 from brain.attempts.extract import PROBLEMS, VERDICTS, _clean, extract, normalize_unit
 from brain.config import CorpusSpec
-from brain.store import _atomic_write
+from brain.store import atomic_write
 from brain.taxonomy import TAGS, resolve_tag
 
 RECORDS_CORPUS = "records"
@@ -30,8 +31,8 @@ MAX_TEXT = 2000
 _LOCK = threading.Lock()
 
 
-def records_dir(brain) -> Path:
-    return Path(os.environ.get("BRAIN_RECORDS_DIR") or brain.settings.home / "records").resolve()
+def records_dir(settings) -> Path:
+    return Path(os.environ.get("BRAIN_RECORDS_DIR") or settings.home / "records").resolve()
 
 
 def _text(obj: dict, name: str, limit: int = MAX_TEXT) -> str:
@@ -118,17 +119,18 @@ def render(r: dict) -> str:
     return "\n".join(out)
 
 
-def write_record(brain, obj, file: str | None = None) -> dict:
+def write_record(folder: Path, obj, file: str | None, known_ids: Callable[[], set[str]],
+                 declared: Callable[[], dict | None], ingest: Callable[[CorpusSpec], object]) -> dict:
+    """Append `obj` to `file` in the records folder and ingest it. `known_ids` and `declared` (the records
+    corpus as the manifest has it) are read under the folder's lock; `ingest` indexes the records corpus."""
     name = file or DEFAULT_FILE
     if not _FILE.match(name):
         raise BrainError(f"records file '{name}' must be letters, digits, '.', '_' or '-' and end in .md")
-    folder = records_dir(brain)
     folder.mkdir(parents=True, exist_ok=True)
     with _LOCK, open(folder / ".lock", "w") as lock:  # one writer per records folder, threads and processes
         fcntl.flock(lock, fcntl.LOCK_EX)
-        known = {r["id"] for r in brain.attempts.store.load().records}
-        record = validate(obj, known)
-        corpus = brain.store.load_manifest().corpora.get(RECORDS_CORPUS)
+        record = validate(obj, known_ids())
+        corpus = declared()
         if corpus and Path(corpus["root"]).resolve() != folder:
             raise BrainError(f"corpus '{RECORDS_CORPUS}' is {corpus['root']}, not {folder}: set BRAIN_RECORDS_DIR to it")
         path = folder / name
@@ -137,12 +139,11 @@ def write_record(brain, obj, file: str | None = None) -> dict:
         mine = [r for r in extract(text, name, RECORDS_CORPUS) if r.title == record["title"]]
         if not mine:  # never write what would not read back
             raise BrainError("the record does not read back from markdown; simplify its title")
-        _atomic_write(path, text)
+        atomic_write(path, text)
         try:
-            brain.ingester.run([CorpusSpec(RECORDS_CORPUS, folder)])
-            brain.attempts.sync()
+            ingest(CorpusSpec(RECORDS_CORPUS, folder))
         except Exception:
-            _atomic_write(path, old) if old != HEADER else path.unlink(missing_ok=True)
+            atomic_write(path, old) if old != HEADER else path.unlink(missing_ok=True)
             raise
     r = mine[-1]
     return {"id": r.id, "source": r.source, "start_line": r.start_line, "end_line": r.end_line,

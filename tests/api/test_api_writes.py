@@ -107,7 +107,7 @@ def test_concurrent_uploads_deletes_and_searches(server):
     assert searches[0] > 20, "the readers ran concurrently with the writes"
 
     # the index matches the files on disk exactly
-    folder = brain.uploads_dir(CORPUS)
+    folder = brain.store.uploads_dir(CORPUS)
     on_disk = {p.name: p.read_text() for p in folder.iterdir() if p.suffix == ".md"}
     with httpx.Client(base_url=live.url) as c:
         listed = {s["source"] for s in c.get("/sources").json() if s["corpus"] == CORPUS}
@@ -133,12 +133,12 @@ def test_upload_then_search_then_delete(server):
             assert r.status_code == 400 and "plain name" in r.json()["error"], bad  # refused, never renamed
         r = c.post("/documents", files={"file": ("sneaky.md", document(7, 1))}, headers=key)
         assert r.status_code == 201 and r.json()["path"] == "uploads/sneaky.md"
-        assert (brain.uploads_dir("uploads") / "sneaky.md").exists()
+        assert (brain.store.uploads_dir("uploads") / "sneaky.md").exists()
         hits = c.get("/search", params={"q": "zq7alpha", "mode": "bm25"}).json()["results"]
         assert hits and hits[0]["source"] == "sneaky.md" and hits[0]["corpus"] == "uploads"
         assert c.get("/sources/uploads/sneaky.md").json()["text"].startswith("# Document 7")
         assert c.delete("/documents/uploads/sneaky.md", headers=key).status_code == 200
-        assert not (brain.uploads_dir("uploads") / "sneaky.md").exists()
+        assert not (brain.store.uploads_dir("uploads") / "sneaky.md").exists()
         assert c.get("/search", params={"q": "zq7alpha", "mode": "bm25"}).json()["results"] == []
         assert c.get("/sources/uploads/sneaky.md").status_code == 404
 

@@ -1,14 +1,13 @@
-"""The retrieval half of the `brain` command line: ingest, search, chunks, stats, patterns.
+"""`brain ingest`, `watch`, `search`, `pitfalls`, `snippets`, `eval`, `chunks`, `stats`, `patterns`.
 
 Every handler takes parsed args and a Settings, prints, and returns an exit code; errors are raised as
-BrainError and printed as one line by the entry point.
+BrainError and printed as one line by the entry point (cli/main.py).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 from brain import BrainError
@@ -17,7 +16,7 @@ from brain.config import CorpusSpec, Settings, default_corpora
 from brain.ingest import discover
 from brain.search import MODES, Filters
 from brain.service import Brain
-from brain.store import Store
+from cli.output import print_hits
 
 
 def add_filter_args(p: argparse.ArgumentParser) -> None:
@@ -96,14 +95,11 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_patterns)
 
-    from brain.attempts.commands import register as register_attempts
-    register_attempts(sub)  # attempts, conflicts, record (issue 15)
 
-
-def specs_from(args, store: Store) -> list[CorpusSpec]:
+def specs_from(args, brain: Brain) -> list[CorpusSpec]:
     if not args.paths:
         return default_corpora()
-    known = store.load_manifest().corpora
+    known = brain.manifest().corpora
     specs = []
     for path in args.paths:
         root = path.resolve()
@@ -124,7 +120,7 @@ def specs_from(args, store: Store) -> list[CorpusSpec]:
 def open_index(settings: Settings) -> Brain:
     """A Brain over an index that exists: a read never creates an empty index (nor its folder)."""
     brain = Brain(settings)
-    if brain.store.generation(max_age=0) == 0:
+    if brain.generation() == 0:
         where = f"{settings.chroma_url} (index {settings.index})" if settings.chroma_url else str(settings.home)
         raise BrainError(f"no index at {where}: run brain ingest")
     return brain
@@ -134,16 +130,16 @@ def cmd_ingest(args, settings: Settings) -> int:
     from brain.watch import unchanged
     brain = Brain(settings)
     if args.rebuild:
-        brain.store.reset()
+        brain.rebuild()
     if args.remove:
         summary = brain.remove_corpus(args.remove)
     else:
-        specs = specs_from(args, brain.store)
+        specs = specs_from(args, brain)
         # nothing changed by size and mtime: answer without opening Chroma or loading the model
-        summary = None if args.rebuild else unchanged(brain.store.load_manifest(), specs)
+        summary = None if args.rebuild else unchanged(brain.manifest(), specs)
         if summary is None:
             summary = brain.ingest(specs, progress=sys.stderr.isatty() and not (args.json or args.quiet))
-            brain.searcher.persist()  # the snapshot file the next CLI read loads (no Chroma, no torch)
+            brain.snapshot()  # the snapshot file the next CLI read loads (no Chroma, no torch)
     if args.json:
         print(json.dumps(summary.as_dict()))
         return 0
@@ -158,26 +154,8 @@ def cmd_watch(args, settings: Settings) -> int:
     brain = Brain(settings)
     print(f"watching {', '.join(str(s.root) for s in brain.known_corpora())} (index {settings.home}); "
           "Ctrl-C stops", file=sys.stderr, flush=True)
-    Watcher(brain, interval=args.interval).run()
+    Watcher(brain.ingest, brain.known_corpora, warm=brain.warm_writer, interval=args.interval).run()
     return 0
-
-
-def print_hits(payload: dict) -> None:
-    match = payload.get("match")
-    if match == "none":
-        print("match: none (no passage matches this query; nothing in the index uses its words or meaning)")
-        return
-    if not payload["results"]:
-        print("no results")
-    elif match:
-        print(f"match: {match}\n")
-    for r in payload["results"]:
-        tags = ", ".join(r["tags"])
-        print(f"{r['rank']}. {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  [{r['kind']}] {tags}")
-        print(f"   {r['section']}")
-        body = r["text"] if len(r["text"]) <= 600 else r["text"][:600] + " ..."
-        print(textwrap.indent(body, "   | "))
-        print()
 
 
 def cmd_search(args, settings: Settings) -> int:

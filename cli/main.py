@@ -1,19 +1,9 @@
-"""The `brain` console entry point: the one place that ties the retrieval core, the kernels and the API."""
+"""The `brain` console entry point: builds the command line from cli/'s modules and turns errors into one line."""
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-
-
-def _serve(args, settings) -> int:
-    from api.server import serve
-    return serve(settings, host=args.host, port=args.port, ingest_first=not args.no_ingest, watch=args.watch)
-
-
-def _mcp(args, settings) -> int:
-    from api.mcp_server import run_stdio
-    return run_stdio(settings)
 
 
 def _kernels(args, settings) -> int:
@@ -24,23 +14,14 @@ def _kernels(args, settings) -> int:
 def build_parser(kernels: bool = True) -> argparse.ArgumentParser:
     """The whole command line. `kernels=False` leaves the kernels sub-command's own arguments out: they import
     torch (seconds), which no other command needs."""
-    from brain import commands
+    from cli import attempts, index, serve
 
     parser = argparse.ArgumentParser(prog="brain", description="the kernel brain: lessons, pitfalls and "
                                      "reference NVFP4 kernels for CuTe DSL engineers")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.register(sub)
-
-    p = sub.add_parser("serve", help="ingest the default corpora, then serve HTTP + MCP + the search page")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--no-ingest", action="store_true", help="serve the index as it is")
-    p.add_argument("--watch", action="store_true", help="re-ingest changed, added and deleted files as they change")
-    p.set_defaults(handler=_serve)
-
-    p = sub.add_parser("mcp", help="MCP server on stdio, for coding agents")
-    p.set_defaults(handler=_mcp)
-
+    index.register(sub)
+    attempts.register(sub)
+    serve.register(sub)
     p = sub.add_parser("kernels", help="NVFP4 problems: list backends, check and benchmark them")
     if kernels:
         from kernels.cli import add_arguments as add_kernel_arguments

@@ -1,4 +1,4 @@
-"""`brain attempts`, `brain conflicts`, `brain record`: registered by brain.commands.register."""
+"""`brain attempts`, `brain conflicts`, `brain record`."""
 from __future__ import annotations
 
 import json
@@ -7,6 +7,8 @@ from pathlib import Path
 
 from brain import BrainError
 from brain.config import Settings
+from cli.index import open_index
+from cli.output import print_record
 
 
 def register(sub) -> None:
@@ -33,44 +35,8 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_record)
 
 
-def _brain(settings: Settings):
-    """A Brain over an index that exists (a read never creates an empty one)."""
-    from brain import commands
-    opener = getattr(commands, "open_index", None)
-    if opener:
-        return opener(settings)
-    from brain.service import Brain
-    return Brain(settings)
-
-
-def _figures(r: dict) -> str:
-    return "; ".join(f"{f['label'] + ': ' if f['label'] else ''}{f['before']:g} → {f['after']:g} {f['unit']}".strip()
-                     for f in r["figures"][:4])
-
-
-def format_record(r: dict, n: int | None = None) -> str:
-    """A record as a few plain lines (the CLI and the MCP tool print this)."""
-    head = f"{n}. " if n else ""
-    status = f"  superseded by {r['superseded_by']}" if r["status"] == "superseded" else ""
-    out = [f"{head}[{r['verdict']}] {r['title']}  ({r['problem']}; {', '.join(r['techniques']) or '-'}){status}",
-           f"   {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  id {r['id']}"]
-    for key in ("hypothesis", "change", "lesson"):
-        if r[key]:
-            out.append(f"   {key}: {r[key][:200]}")
-    if r["figures"]:
-        out.append(f"   figures: {_figures(r)}")
-    if r["conflicts_with"]:
-        out.append(f"   conflicts with: {', '.join(r['conflicts_with'])}")
-    return "\n".join(out)
-
-
-def print_record(r: dict, n: int | None = None) -> None:
-    print(format_record(r, n))
-    print()
-
-
 def cmd_attempts(args, settings: Settings) -> int:
-    payload = _brain(settings).attempts.find(args.query, args.technique, args.verdict, args.problem,
+    payload = open_index(settings).find_attempts(args.query, args.technique, args.verdict, args.problem,
                                             args.include_superseded, args.k, args.corpus)
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, indent=1))
@@ -83,7 +49,7 @@ def cmd_attempts(args, settings: Settings) -> int:
 
 
 def cmd_conflicts(args, settings: Settings) -> int:
-    payload = _brain(settings).attempts.conflicts(args.technique)
+    payload = open_index(settings).attempt_conflicts(args.technique)
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, indent=1))
         return 0
@@ -105,7 +71,7 @@ def cmd_record(args, settings: Settings) -> int:
         obj = json.loads(raw)
     except json.JSONDecodeError as e:
         raise BrainError(f"{args.file} is not JSON: {e.msg} at line {e.lineno}") from None
-    out = _brain(settings).attempts.record(obj, args.target)
+    out = open_index(settings).record(obj, args.target)
     print(json.dumps(out) if args.json else f"recorded {out['id']} at {out['corpus']}/{out['source']}:"
           f"{out['start_line']}-{out['end_line']}")
     return 0

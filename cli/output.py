@@ -1,0 +1,29 @@
+"""How the CLI prints search hits and attempt records in plain text (--json prints the API's JSON instead)."""
+from __future__ import annotations
+
+import textwrap
+
+from brain.attempts.format import format_record
+
+
+def print_hits(payload: dict) -> None:
+    match = payload.get("match")
+    if match == "none":
+        print("match: none (no passage matches this query; nothing in the index uses its words or meaning)")
+        return
+    if not payload["results"]:
+        print("no results")
+    elif match:
+        print(f"match: {match}\n")
+    for r in payload["results"]:
+        tags = ", ".join(r["tags"])
+        print(f"{r['rank']}. {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  [{r['kind']}] {tags}")
+        print(f"   {r['section']}")
+        body = r["text"] if len(r["text"]) <= 600 else r["text"][:600] + " ..."
+        print(textwrap.indent(body, "   | "))
+        print()
+
+
+def print_record(r: dict, n: int | None = None) -> None:
+    print(format_record(r, n))
+    print()
