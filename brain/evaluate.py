@@ -7,7 +7,8 @@ A result is relevant when its text contains any needle, case-insensitive; the id
 every chunk in the index that contains a needle, so nDCG is measured against what the index could have returned.
 
 The split protocol: every question is in the "tune" or the "report" half, by a rule that looks at nothing but
-the question's text (`split_of`: parity of the first byte of sha1(q)). Ranking parameters are chosen on tune
+the question's text (`split_of`: parity of the first byte of sha1(q)), or, for a question that names the
+document it is about ("file"), at that document's name, so a whole document is tune or report. Ranking parameters are chosen on tune
 halves only (bench/retrieval/fusion_sweep.py); figures are quoted on report halves. A "split" field written in a file
 must agree with the rule, so no question can be moved to the half where it flatters.
 """
@@ -47,7 +48,7 @@ def load_questions(path: Path) -> list[dict]:
                 and isinstance(item.get("any"), list) and item["any"]
                 and all(isinstance(x, str) and x for x in item["any"])):
             raise BrainError(f"{path}: item {n} needs a non-empty \"q\" string and a non-empty \"any\" list")
-        rule = split_of(item["q"])
+        rule = split_of(item["file"] if isinstance(item.get("file"), str) else item["q"])
         if item.setdefault("split", rule) != rule:
             raise BrainError(f"{path}: item {n} says split \"{item['split']}\" but the rule puts it in \"{rule}\"")
         item.setdefault("type", "other")

@@ -1,9 +1,11 @@
 """Check hand labels of public kernel worklogs before anything is scored against them.
 
-    python bench/retrieval/check_worklog_labels.py [LABELS.json ...] [--root ../shared/sample-corpora/worklogs]
+    python bench/retrieval/check_worklog_labels.py [LABELS.json ...] [--questions EVAL.json]
+                                                   [--root ../shared/sample-corpora/worklogs]
 
 A label file holds, for worklogs under ROOT, {"FILE.md": {"attempts": [...], "questions": [...]}} (see
-bench/data/attempts_labels_worklogs.json's "_about"). Checked: every line range lies inside its file, every
+bench/data/attempts_labels_worklogs.json's "_about"); search questions with a "file" may also sit in a
+question file (bench/data/eval_worklogs.json). Checked: every line range lies inside its file, every
 attempt field has a known value, every needle occurs verbatim in its file, every "tried" question names an
 attempt of its file. A paraphrased question that shares many content words with its answer's lines is flagged,
 since it would not test wording the document does not use. Exit 1 on any error.
@@ -86,10 +88,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("labels", nargs="*", type=Path,
                     default=[ROOT / "bench" / "data" / "attempts_labels_worklogs.json"])
+    ap.add_argument("--questions", type=Path, default=ROOT / "bench" / "data" / "eval_worklogs.json",
+                    help="search questions naming their worklog in 'file' (checked with that file's labels)")
     ap.add_argument("--root", type=Path, default=ROOT.parent / "shared" / "sample-corpora" / "worklogs")
     args = ap.parse_args()
     n_err = n_att = n_q = 0
     types: dict[str, int] = {}
+    extra: dict[str, list] = {}
+    if args.questions and args.questions.is_file():
+        for q in json.loads(args.questions.read_text(encoding="utf-8")):
+            extra.setdefault(q.get("file", ""), []).append(q)
     for path in args.labels:
         data = json.loads(path.read_text(encoding="utf-8"))
         for name, entry in data.items():
@@ -102,7 +110,7 @@ def main() -> int:
                 continue
             text = file.read_text(encoding="utf-8")
             lines = text.splitlines()
-            attempts, questions = entry.get("attempts", []), entry.get("questions", [])
+            attempts, questions = entry.get("attempts", []), entry.get("questions", []) + extra.pop(name, [])
             n_att += len(attempts)
             n_q += len(questions)
             for i, a in enumerate(attempts):
@@ -117,6 +125,9 @@ def main() -> int:
                 n_err += len(errs)
                 for w in warns:
                     print(f"warn  {name} question {i} ({q.get('q', '')[:50]!r}): {w}")
+    for name, qs in extra.items():
+        print(f"ERROR {args.questions.name}: {len(qs)} questions name {name!r}, which no label file holds")
+        n_err += len(qs)
     print(f"{n_att} attempts, {n_q} questions ({', '.join(f'{k} {v}' for k, v in sorted(types.items(), key=str))}); "
           f"{n_err} errors")
     return 1 if n_err else 0
