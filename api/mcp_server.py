@@ -26,8 +26,8 @@ from brain.service import Brain
 
 INSTRUCTIONS = ("The kernel brain: lessons, DSL pitfalls and reference code from engineers who wrote NVFP4 "
                 "GEMM/GEMV kernels in the CuTe DSL for Blackwell (sm_100) and Hopper. Search before guessing an "
-                "API; paste compiler/runtime errors into lookup_pitfall; cite results as corpus/source:lines "
-                "and read more around them with read_passage.")
+                "API; paste compiler/runtime errors into pitfalls; check attempts before repeating an experiment; "
+                "cite results as corpus/source:lines and read more around them with sources.")
 
 Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="upper bound on the answer's tokens")]
 Kind = Annotated[str | None, Field(max_length=64, description="lesson, failed-attempt, constraint, result, "
@@ -46,12 +46,20 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         except BrainError as e:
             raise ToolError(str(e)) from None
 
+    def tool(name: str, old: str):
+        """Register under the name the CLI and HTTP API use, and under its earlier name for existing clients."""
+        def register(fn):
+            mcp.add_tool(fn, name=name)
+            mcp.add_tool(fn, name=old, description=f"Same as `{name}` (its earlier name). {fn.__doc__}")
+            return fn
+        return register
+
     def packed(payload: dict, budget: int, title: str) -> str:
         if payload.get("match") == "none":
             return f"{title}\nmatch: none (no passage in the index matches this query)"
         return pack(payload["results"], budget, f"{title} (match: {payload.get('match', 'weak')})")["text"]
 
-    @mcp.tool()
+    @tool("search", old="search_lessons")
     async def search_lessons(query: Annotated[str, Field(min_length=1, max_length=2000)],
                              k: Annotated[int, Field(ge=1, le=20)] = 5, kind: Kind = None, tag: Tag = None,
                              max_tokens: Budget = 1500) -> str:
@@ -61,7 +69,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         payload = await call(lambda: b.search(query, k, Filters(kind=kind, tag=tag)))
         return packed(payload, max_tokens, f"Search: {query[:100]}")
 
-    @mcp.tool()
+    @tool("pitfalls", old="lookup_pitfall")
     async def lookup_pitfall(error: Annotated[str, Field(min_length=1, max_length=20000)],
                              k: Annotated[int, Field(ge=1, le=10)] = 3, max_tokens: Budget = 1500) -> str:
         """Paste a compiler/runtime error or traceback (CuTe DSL, CUTLASS, PTX, CUDA): returns the known rules
@@ -70,7 +78,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         payload = await call(lambda: b.pitfall(error, k))
         return packed(payload, max_tokens, "Pitfalls matching the error")
 
-    @mcp.tool()
+    @tool("snippets", old="pattern_snippets")
     async def pattern_snippets(pattern: Annotated[str, Field(min_length=1, max_length=64, description=(
                                    "tma-load, tma-store, s2t-copy, tmem-alloc, mma-mainloop, epilogue, "
                                    "pipeline-setup, warp-dispatch, tile-scheduler, tensormap, "
@@ -83,7 +91,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         payload = await call(lambda: b.snippets(pattern, query, k))
         return packed(payload, max_tokens, f"Snippets for pattern {pattern}")
 
-    @mcp.tool()
+    @tool("attempts", old="find_attempts")
     async def find_attempts(query: Annotated[str | None, Field(max_length=2000)] = None,
                             technique: Tag = None,
                             verdict: Annotated[str | None, Field(max_length=32, description=(
@@ -99,7 +107,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         text = "\n\n".join(format_record(r, n) for n, r in enumerate(payload["results"], 1)) or "no attempt records match"
         return truncate_lines(text, max_tokens) or text[: max_tokens * 2]
 
-    @mcp.tool()
+    @tool("record", old="record_attempt")
     async def record_attempt(record: Annotated[dict, Field(description=(
                                  "title, verdict (improved|regressed|neutral|failed|proposed|inconclusive) required; "
                                  "problem, techniques [tags], hypothesis, change, figures [{label, before, after, "
@@ -118,7 +126,16 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         answer = json.dumps(await call(lambda: b.record(record)))
         return truncate_lines(answer, max_tokens) or answer
 
-    @mcp.tool()
+    @mcp.tool(name="conflicts")
+    async def conflicts(technique: Tag = None, max_tokens: Budget = 1500) -> str:
+        """Pairs of attempt records on one technique whose verdicts or lessons disagree (as `brain conflicts`)."""
+        b = get_brain()
+        payload = await call(lambda: b.attempt_conflicts(technique))
+        text = "\n\n".join(f"== {c['why']}\n{format_record(c['a'])}\n{format_record(c['b'])}"
+                           for c in payload["conflicts"]) or "no conflicting records"
+        return truncate_lines(text, max_tokens) or text[: max_tokens * 2]
+
+    @tool("sources", old="read_passage")
     async def read_passage(path: Annotated[str, Field(min_length=1, max_length=512, description=(
                                "corpus/source as cited, e.g. docs_corpus/000_x.txt"))],
                            start_line: Annotated[int, Field(ge=1)] = 1,

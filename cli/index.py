@@ -56,7 +56,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_search)
 
-    p = sub.add_parser("pitfall", help="paste an error message or traceback; get the rule that explains it")
+    p = sub.add_parser("pitfalls", aliases=["pitfall"],
+                       help="paste an error message or traceback; get the rule that explains it")
     p.add_argument("error", help="the error text ('-' reads it from stdin)")
     p.add_argument("-k", "-n", "--k", type=int, default=3, dest="k", help="how many results (default 3)")
     add_filter_args(p)
@@ -70,6 +71,20 @@ def register(sub) -> None:
     add_filter_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_snippets)
+
+    p = sub.add_parser("context", help="the best passages for a question, packed into one cited text (as GET /context)")
+    p.add_argument("query", nargs="+", help="the question (its words may be given unquoted)")
+    p.add_argument("--budget", type=int, default=2000, help="upper bound on the text's tokens (default 2000)")
+    p.add_argument("-k", "-n", "--k", type=int, default=10, dest="k", help="passages considered (default 10)")
+    add_filter_args(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_context)
+
+    p = sub.add_parser("sources", help="list the ingested files, or print lines of one (as GET /sources)")
+    p.add_argument("path", nargs="?", help="corpus/source as cited (e.g. docs_corpus/000_x.txt); none: list them")
+    p.add_argument("--lines", metavar="START-END", help="only these lines (1-based, inclusive)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_sources)
 
     p = sub.add_parser("eval", help="retrieval quality on question files: hit@1, hit@5, MRR@10, nDCG@10")
     p.add_argument("file", type=Path, nargs="+", help='JSON lists of {"q": ..., "any": [needle, ...]}')
@@ -168,6 +183,37 @@ def cmd_pitfall(args, settings: Settings) -> int:
     error = sys.stdin.read() if args.error == "-" else args.error
     payload = open_index(settings).pitfall(error, args.k, filters_from(args))
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    return 0
+
+
+def cmd_context(args, settings: Settings) -> int:
+    from brain.context import build_context, check_budget
+    check_budget(args.budget)
+    brain = open_index(settings)
+    out = build_context(brain.search(" ".join(args.query), args.k, filters_from(args)), args.budget)
+    print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else out["text"])
+    return 0
+
+
+def _line_range(text: str | None) -> tuple[int | None, int | None]:
+    if not text:
+        return None, None
+    start, _, end = text.partition("-")
+    try:
+        return int(start), int(end) if end else int(start)
+    except ValueError:
+        raise BrainError(f"--lines takes START-END (1-based line numbers), not '{text}'") from None
+
+
+def cmd_sources(args, settings: Settings) -> int:
+    brain = open_index(settings)
+    if not args.path:
+        rows = brain.sources()
+        print(json.dumps(rows, indent=1) if args.json else "\n".join(f"{r['path']}  ({r['chunks']} chunks)"
+                                                                      for r in rows) or "no sources")
+        return 0
+    out = brain.read_source(args.path, *_line_range(args.lines))
+    print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else out["text"])
     return 0
 
 

@@ -194,7 +194,7 @@ def test_brain_syncs_finds_writes_and_supersedes(toy_brain):
 
     old = found[0]["id"]
     records = folder.parent / "home" / "records"
-    out = att.record({**GOOD, "problem": "gemm", "supersedes": old})
+    out = brain.record({**GOOD, "problem": "gemm", "supersedes": old})
     assert out["source"] == "attempts.md" and out["corpus"] == "records" and (records / "attempts.md").exists()
     active = {r["id"] for r in att.find(k=100)["results"]}
     assert old not in active and out["id"] in active
@@ -214,7 +214,7 @@ def test_brain_syncs_finds_writes_and_supersedes(toy_brain):
     before = (records / "attempts.md").read_text()
     for bad in ({"title": "", "verdict": "improved"}, {"title": "x", "verdict": "improved", "supersedes": "zzz"}):
         with pytest.raises(BrainError):
-            att.record(bad)
+            brain.record(bad)
     assert (records / "attempts.md").read_text() == before
 
     # ids survive a re-ingest; a deleted worklog takes its records with it
@@ -230,7 +230,7 @@ def test_brain_syncs_finds_writes_and_supersedes(toy_brain):
 
 def test_conflicts_command_shape(toy_brain):
     brain, _ = toy_brain
-    brain.attempts.record({"title": "fewer pipeline stages", "verdict": "regressed", "problem": "gemm",
+    brain.record({"title": "fewer pipeline stages", "verdict": "regressed", "problem": "gemm",
                            "techniques": ["pipeline"], "change": "reduce stages 4 -> 2",
                            "figures": [{"label": "M=4096", "before": 50, "after": 61, "unit": "us"}]})
     out = brain.attempts.conflicts("pipeline")["conflicts"]

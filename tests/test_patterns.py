@@ -341,10 +341,10 @@ def test_bench_precision_and_recall_on_the_labelled_cuda_files():
 def test_brain_patterns_prints_the_c_rule_under_the_python_rule(monkeypatch, capsys):
     from types import SimpleNamespace
 
-    from brain import commands
     from brain.service import Brain
+    from cli import index as commands
     snapshot = SimpleNamespace(metas=[{"patterns": "tma-load,ldmatrix"}, {"patterns": "tma-load"}])
-    fake = SimpleNamespace(searcher=SimpleNamespace(snapshot=lambda: snapshot))
+    fake = SimpleNamespace(snapshot=lambda: snapshot)
     rows = Brain.patterns(fake)
     monkeypatch.setattr(commands, "open_index", lambda settings: SimpleNamespace(patterns=lambda: rows))
     assert commands.cmd_patterns(SimpleNamespace(json=False), None) == 0

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from brain import BrainError
 from brain.lexical import tokenize
+from brain.search.fusion import Fusion
 from brain.search.searcher import Searcher
 from brain.search.snapshot import Filters, Hit, Hits
 

@@ -12,7 +12,8 @@ from mcp.client.stdio import StdioServerParameters
 from brain.config import PROJECT_ROOT
 from brain.context import count_tokens
 
-TOOLS = {"search_lessons", "lookup_pitfall", "pattern_snippets", "read_passage", "find_attempts", "record_attempt"}
+TOOLS = {"search", "pitfalls", "snippets", "sources", "attempts", "record", "conflicts"}
+OLD_NAMES = {"search_lessons", "lookup_pitfall", "pattern_snippets", "read_passage", "find_attempts", "record_attempt"}
 SCOPING_ERROR = "NameError: name 'acc_empty' is not defined"
 
 
@@ -24,7 +25,7 @@ def text_of(result) -> str:
 async def exercise(client: Client) -> None:
     """The same checks for both transports."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == TOOLS
+    assert set(tools) == TOOLS | OLD_NAMES  # the names of the CLI and HTTP API, and the earlier ones as aliases
     for t in tools.values():
         assert t.description and "max_tokens" in t.input_schema["properties"]
 
