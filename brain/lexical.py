@@ -87,7 +87,7 @@ CONTEXT_WEIGHT = 1  # the context line's tokens count this many times: 2-3 won o
 # bm25 term saturation and length normalisation, chosen by bench/retrieval/fusion_sweep.py on the tune halves among bm25s's
 # default (1.5, 0.75), (1.2, 0.6) and (0.9, 0.5): the milder (0.9, 0.5), with the fusion in brain/search.py, is
 # ahead of the previous defaults in 97.1% of bootstrap resamples of the tune questions (the sweep asks 95%; it was
-# 93.7% before parent-heading passages). Report halves: mean MRR@10 0.791 -> 0.793 (README "Retrieval").
+# 93.7% before parent-heading passages). Report halves: mean MRR@10 0.791 -> 0.793 (docs/experiments.md).
 BM25_K1, BM25_B = 0.9, 0.5
 INDEX_VERSION = 3  # bump when tokenize() or the document composition changes: a saved index is then rebuilt
 

@@ -5,10 +5,11 @@ work. A query that contains every token of one phrase of a row is expanded, on t
 the tokens of the row's other phrases at EXPANSION_WEIGHT (the query's own tokens weigh 1.0): "tensor memory"
 also looks for TMEM, "bulk tensor copy" for TMA. Dense search needs no help here (the embedding model sees
 the words), and an expansion never outranks an exact match because it is down-weighted. Search expands only
-when brain.search.EXPAND is on (the tune halves chose it off with today's bm25 parameters; README "Retrieval");
+when a sweep turns it on (bench/retrieval/fusion_sweep.py; the tune halves chose it off with today's bm25 parameters,
+docs/retrieval.md);
 `match` always reads the table, so a query named only by a row's other phrases is not "nothing matched".
 
-Keep rows about the field, not about one corpus or one question; README "Retrieval" lists the table.
+Keep rows about the field, not about one corpus or one question; docs/retrieval.md lists the table.
 """
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def test_every_pasted_error_returns_its_rule_first(shipped_brain):
 
 def test_shipped_eval_meets_targets(shipped_brain):
     """Quoted on the report half only (the tune half chose the parameters): hybrid at or above each retriever
-    (0.917 against bm25's 0.868, README "Retrieval")."""
+    (0.917 against bm25's 0.868, docs/evaluation.md)."""
     report = evaluate(shipped_brain.searcher, load_questions(BENCH / "eval_shipped.json"), split="report")
     assert report["n"] >= 30
     modes = report["modes"]
@@ -109,10 +109,10 @@ def test_shipped_eval_meets_targets(shipped_brain):
 
 def test_own_worklogs_eval_holds(shipped_brain):
     """The project's own worklogs and kernel source (bench/data/eval_own_worklogs.json, written blind), report half:
-    guards the figures the README quotes from falling."""
+    guards the figures docs/evaluation.md quotes from falling."""
     report = evaluate(shipped_brain.searcher, load_questions(BENCH / "eval_own_worklogs.json"), split="report")
     hybrid = report["modes"]["hybrid"]
-    # measured 0.857 / 0.734 (0.875 / 0.755 under the previous fusion, README "Retrieval")
+    # measured 0.857 / 0.734 (0.875 / 0.755 under the previous fusion, docs/experiments.md)
     assert report["n"] >= 50 and hybrid["hit@5"] >= 0.84 and hybrid["mrr@10"] >= 0.72, hybrid
     # the per-question reciprocal ranks (what bench/retrieval/fusion_sweep.py bootstraps) are the MRR's terms
     rr = hybrid["reciprocal_ranks"]

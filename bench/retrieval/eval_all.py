@@ -2,7 +2,7 @@
 `brain eval` every question file on it.
 
     python bench/retrieval/eval_all.py [--split report|tune|all] [--homes DIR] [--only NAME,...] [--json]
-                                       [--cutlass CUTLASS_GIT_DIR] [--mode hybrid]
+                                       [--cutlass CUTLASS_GIT_DIR] [--samples DIR] [--mode hybrid]
 
 Sets (index name: corpora -> question files):
   default   docs_corpus/ + kernels/ (what `make run` ingests) -> eval_shipped, eval_own_worklogs, pitfalls
@@ -49,19 +49,19 @@ def export(script: str, cutlass: Path | None, out: Path) -> Path | None:
     return out
 
 
-def sets(cutlass: Path | None, homes: Path) -> dict[str, tuple[list[CorpusSpec] | None, list[str]]]:
+def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE) -> dict[str, tuple[list[CorpusSpec] | None, list[str]]]:
     notebooks = export("notebook_corpus.sh", cutlass, homes / "corpus-notebooks")
     docs = export("cutlass_docs_corpus.sh", cutlass, homes / "corpus-cutlass-docs")
     exists = lambda *paths: all(p is not None and p.exists() for p in paths)  # noqa: E731
     return {
         "default": (default_corpora(), ["eval_shipped.json", "eval_own_worklogs.json", "pitfalls.json"]),
-        "sample": ([CorpusSpec("kernelwiki", SAMPLE / "kernelwiki"), CorpusSpec("cutedsl", SAMPLE / "cutedsl")]
-                   if exists(SAMPLE / "kernelwiki", SAMPLE / "cutedsl") else None,
+        "sample": ([CorpusSpec("kernelwiki", sample / "kernelwiki"), CorpusSpec("cutedsl", sample / "cutedsl")]
+                   if exists(sample / "kernelwiki", sample / "cutedsl") else None,
                    ["eval_sample_corpora.json", "eval_sample_corpora_b.json"]),
-        "code": ([CorpusSpec("kernel-code", SAMPLE / "kernel-code")] if exists(SAMPLE / "kernel-code") else None,
+        "code": ([CorpusSpec("kernel-code", sample / "kernel-code")] if exists(sample / "kernel-code") else None,
                  ["eval_kernel_code.json"]),
-        "worklogs": ([CorpusSpec("worklogs", SAMPLE / "worklogs", exclude=("SOURCES.md",))]
-                     if exists(SAMPLE / "worklogs") else None, ["eval_worklogs.json"]),
+        "worklogs": ([CorpusSpec("worklogs", sample / "worklogs", exclude=("SOURCES.md",))]
+                     if exists(sample / "worklogs") else None, ["eval_worklogs.json"]),
         "cub": ([CorpusSpec("cub", CUB)] if exists(CUB) else None, ["eval_cub.json"]),
         "notebooks": ([CorpusSpec("notebooks", notebooks)] if exists(notebooks) else None, ["eval_notebooks.json"]),
         "docs": ([CorpusSpec("cutlass-docs", docs)] if exists(docs) else None, ["eval_cutlass_docs.json"]),
@@ -74,12 +74,13 @@ def main() -> int:
     ap.add_argument("--homes", type=Path, default=Path(tempfile.gettempdir()) / "brain-eval-homes")
     ap.add_argument("--only", help="comma-separated set names")
     ap.add_argument("--cutlass", type=Path, help="a CUTLASS git mirror or clone (the notebook and docs corpora)")
+    ap.add_argument("--samples", type=Path, default=SAMPLE, help=f"the sample corpora (default {SAMPLE})")
     ap.add_argument("--mode", choices=MODES, help="only this mode (default: all three)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
     report, embedder = {}, None
-    for name, (specs, files) in sets(args.cutlass, args.homes).items():
+    for name, (specs, files) in sets(args.cutlass, args.homes, args.samples).items():
         if only and name not in only:
             continue
         files = [f for f in files if (DATA / f).is_file()]

@@ -34,7 +34,7 @@ from brain.lexical import BM25_B, BM25_K1, CONTEXT_WEIGHT, LexicalIndex  # noqa:
 from brain.search.fusion import FUSION, Fusion  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
-# Context field weights 2 and 3 won on the tune halves but lost on every report half (--ablate, README): the
+# Context field weights 2 and 3 won on the tune halves but lost on every report half (--ablate, docs/experiments.md): the
 # field is kept at weight 1 and the sweep no longer varies it. bm25 (k1, b): bm25s's default and two milder ones
 # ((0.9, 0.5), with the fusion it came with, cleared CONFIDENCE on 2026-11-24 and is brain/lexical.py's default).
 BM25_PARAMS = ((1.5, 0.75), (1.2, 0.6), (0.9, 0.5))

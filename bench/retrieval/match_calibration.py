@@ -1,4 +1,4 @@
-"""How the search's `match` signal ("strong" | "weak" | "none", README "Retrieval") sorts real questions and
+"""How the search's `match` signal ("strong" | "weak" | "none", docs/retrieval.md) sorts real questions and
 off-topic ones: every eval question must get strong or weak (never none), and off-topic or nonsense queries
 (bench/data/match_offtopic.json) should get none or weak.
 

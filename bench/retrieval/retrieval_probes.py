@@ -1,4 +1,4 @@
-"""Ideas measured on the TUNE halves and dropped (README "Retrieval"): each probe reorders or re-embeds in
+"""Ideas measured on the TUNE halves and dropped (docs/experiments.md): each probe reorders or re-embeds in
 memory, on indexes that already hold the questions' corpora, and prints hybrid MRR@10 per file against today's.
 
 Usage: python bench/retrieval/retrieval_probes.py [--split tune] [--probe NAME ...] EVAL_JSON@BRAIN_HOME [...]

@@ -98,7 +98,7 @@ def main() -> int:
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="folder holding kernelwiki/ and cutedsl/")
     ap.add_argument("--questions", type=Path, nargs="+", default=DEFAULT_QUESTIONS)
     ap.add_argument("--split", choices=("tune", "report", "all"), default="report",
-                    help="which fixed half of the questions (README: figures are quoted on report halves)")
+                    help="which fixed half of the questions (docs/evaluation.md: figures are quoted on report halves)")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: bm25,dense,hybrid")
     ap.add_argument("--keep", type=Path, help="empty or new folder to build the index in and keep afterwards "
                                                "(default: a temporary one, deleted at the end)")
