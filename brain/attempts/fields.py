@@ -15,7 +15,7 @@ FIELD_LABEL = re.compile(r"^\W*\**\s*(hypothesis|expected[\w ]{0,20}|estimate[\w
                          r"verdict|problem|techniques|result|supersedes)\s*\**\s*:\s*\**\s*(?P<value>.*)$", _I)
 NEUTRAL = re.compile(r"no gain|no effect|within noise|no better|not worth|identical (times|performance)|"
                      r"\bunchanged\b|no improvement|no difference|no change|no diff\b|±\s?\d|within \d+(\.\d+)?\s?%|"
-                     r"did(?: not|n't) (?:help|improve)|no (?:performance )?(?:speed-?up|benefit)|\bpointless\b|"
+                     r"did(?: not|n't) (?:help|improve|yield (?:a |any )?(?:performance |significant )?(?:improvement|gain|speed-?up))|no (?:performance )?(?:speed-?up|benefit)|\bpointless\b|"
                      r"same speed|not beneficial|negates? the benefits?", _I)
 REGRESSED = re.compile(r"regress|\bslower\b|\bworse\b|\bhurts?\b|\bslowdown\b|performs? worse", _I)
 IMPROVED = re.compile(r"\bfaster\b|improv|speed-?up|\bgained\b|\bsaves?\b|benefits? (?:the )?performance|"
@@ -112,7 +112,8 @@ def techniques(*texts: str, fallback: str = "") -> list[str]:
 
 
 def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
-    """The verdict of a record no figure decides, from its words."""
+    """The verdict of a record no figure decides, from its words. `hint`: what holds the record says of it
+    (`tried`: it was done, so not a proposal; `neutral`: an item of a no-gain list)."""
     if proposal:
         return "proposed"
     if SPECULATIVE.search(text) and not MEASURED.search(text) and not hint:
@@ -120,6 +121,8 @@ def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
     scrubbed = NEUTRAL.sub(" ", text)
     worse, better, failed = (len(REGRESSED.findall(scrubbed)), len(IMPROVED.findall(scrubbed)),
                              bool(FAILED.search(scrubbed)))
+    if hint and NEUTRAL.search(text) and not worse:
+        return "neutral"
     if hint and failed and not worse:
         return "failed"
     if NEUTRAL.search(text):
@@ -130,7 +133,7 @@ def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
         return "regressed"
     if better:
         return "improved"
-    return hint or "inconclusive"
+    return hint if hint in ("neutral", "failed") else "inconclusive"
 
 
 def speculative_sentence(text: str) -> str:

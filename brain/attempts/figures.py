@@ -18,7 +18,7 @@ from brain.attempts.units import TIME_UNITS, UNIT, better_of, canonical, metric_
 
 _I = re.I
 N = r"~?\s*(" + T.NUMBER + r")"
-_U = r"\s*(" + UNIT + r")?(?![\w/])"
+_U = r"\s*(" + UNIT + r")?(?:\s*/\s*(?:call|iter(?:ation)?|token|step|layer|launch|run|kernel))?(?![\w/])"
 _END = r"(?!\d|\.\d)"
 ARROW = re.compile(r"(?<![\d.,])" + N + _U + r"\s*(?:→|->|=>|⟶|➜|⇒)\s*" + N + _U + _END)
 FROM_TO = re.compile(r"\bfrom\s+" + N + _U + r"\s+(?:down |up )?to\s+" + N + _U + r"(?!\d|\.\d|-)", _I)
@@ -38,7 +38,7 @@ RATIO_X = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*[x×]\s*(?:(faster|speed
                      r"|speed-?up of (\d+(?:\.\d+)?)\s*[x×]", _I)
 RATIO_WORD = re.compile(r"\b(doubles|doubled|doubling|triples|tripled|halves|halved)\b(?: the| its)? "
                         r"(performance|throughput|speed|time|latency|runtime|flops|bandwidth)", _I)
-STATE = re.compile(r"(?<![\w.,/])" + N + r"\s*(" + UNIT + r")(?![\w/])")
+STATE = re.compile(r"(?<![A-Za-z0-9_.,/])" + N + r"\s*(" + UNIT + r")(?![\w/])")
 REF_BEFORE = re.compile(r"(cublas|cudnn|torch|pytorch|reference|\bpeak\b|theoretical|\bsol\b|speed[- ]of[- ]light|"
                         r"roofline|\bup to\b|\bat most\b|expected|estimat|budget|\bcould\b|\bwould\b|\bmight\b|"
                         r"\blimit\b|\bbound\b|winner|top solution|\bideal|vendor|previous post)[^.;:,]{0,40}$", _I)
@@ -53,6 +53,7 @@ COUNTED = re.compile(r"\s*(?:[A-Z]{3,5}\s+)?(instructions?|registers?|regs?|byte
 BEFORE_COL = re.compile(r"before|baseline|\bold\b|previous|^v\d|section \d+", _I)
 AFTER_COL = re.compile(r"after|\bnow\b|\bnew\b|optimi[sz]ed", _I)
 DIFF_COL = re.compile(r"\bdiff|Δ|\bdelta\b|\bchange\b|差", _I)
+DIFF_ROW = re.compile(r"^(difference|diff|delta|Δ|change|gain|saving|差|差值)\b", _I)
 TOTAL = re.compile(r"\b(total|overall|end[- ]to[- ]end|e2e|geomean|geometric mean|all shapes|headline)\b", _I)
 
 
@@ -65,7 +66,7 @@ class Fig:
     metric: str
     better: str
     line: int = -1
-    kind: str = "pair"  # pair | ratio | state | row | median
+    kind: str = "pair"  # pair | column | ratio | state | row | joined | median
     shape: int = 0  # position among the shapes of one measurement
     mixed: bool = False  # its shape changes unit along the progression: left out of medians
 
@@ -266,7 +267,7 @@ def table_figures(lines: list[str], start: int, end: int) -> tuple[list[Fig], st
                 if hb and ha:
                     change = f"{hb.group(1)} → {ha.group(1)}"
             continue
-        figs += _diff_table(header, rows)
+        figs += _diff_table(header, rows) + _diff_rows(header, rows)
         # a "Baseline" table (key, time), then tables with the same keys and a time column
         time_col = next((k for k, h in enumerate(header) if k > 0 and re.search(r"time|µs|μs|\bus\b", h, _I)), None)
         if time_col is None:
@@ -316,6 +317,30 @@ def _diff_table(header: list[str], rows: list) -> list[Fig]:
     return out
 
 
+def _diff_rows(header: list[str], rows: list) -> list[Fig]:
+    """Two configurations as rows and a Difference row under them (`| FP8 | ... |`, `| BF16 | ... |`,
+    `| Difference | ... |`): per column, the difference's sign says which row is the new one."""
+    k = next((i for i, (_, c) in enumerate(rows) if i >= 2 and DIFF_ROW.match(T.clean(c[0]))), None)
+    if k is None:
+        return []
+    (_, a), (_, b), (line, d) = rows[k - 2], rows[k - 1], rows[k]
+    votes, cols = 0, []
+    for c in range(1, min(len(a), len(b), len(d), len(header))):
+        x, y, z = cell_number(a[c]), cell_number(b[c]), cell_number(d[c])
+        unit = cell_unit(header[c], a[c], b[c])
+        if None in (x, y) or not unit:
+            continue
+        cols.append((c, x, y, unit))
+        if z:
+            z = -z if re.search(r"[-−–]\s*~?\s*\d", d[c]) else z
+            cand = (x - y, y - x) if "%" not in d[c] or not (x and y) else (100 * (x - y) / y, 100 * (y - x) / x)
+            votes += 1 if abs(cand[0] - z) <= abs(cand[1] - z) else -1
+    if not votes:
+        return []
+    return [make(f"{T.clean(header[c])}", y if votes > 0 else x, x if votes > 0 else y, unit, line, "column")
+            for c, x, y, unit in cols]
+
+
 def dedupe(figs: list[Fig]) -> list[Fig]:
     seen, out = set(), []
     for f in figs:
@@ -349,17 +374,17 @@ def deciding(figs: list[Fig], headlines: set = frozenset()) -> tuple[Fig | None,
         return None, []
     absolute = [f for f in pairs if f.kind != "ratio"] or pairs
     for f in absolute:
-        if TOTAL.search(f.label):
+        if TOTAL.search(f.label) and f.kind != "column":  # a Total row, not a "Total time" column
             return f, [f]
     for f in absolute:
         if any(_close(f.before, b) and _close(f.after, a) for b, a in headlines):
             return f, [f]
+    absolute = [f for f in absolute if not f.mixed] or absolute
     metrics = [f.metric for f in absolute]
     top = max(dict.fromkeys(metrics), key=metrics.count)
     group = [f for f in absolute if f.metric == top]
     units = [f.unit for f in group]
-    group = [f for f in group if f.unit == max(dict.fromkeys(units), key=units.count)]
-    steady = [f for f in group if not f.mixed] or group
+    steady = [f for f in group if f.unit == max(dict.fromkeys(units), key=units.count)]
     if len(steady) == 1:
         return steady[0], steady
     b = statistics.median(f.before for f in steady)

@@ -12,15 +12,19 @@ from brain.attempts import progressions as P
 from brain.attempts import segments as S
 from brain.attempts import text as T
 from brain.attempts.fields import FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact
-from brain.attempts.figures import table_figures, text_figures, timed
+from brain.attempts.figures import table_figures, text_figures
 
 _I = re.I
 EXCLUDED = re.compile(r"\b(rules?|references?|appendix|tags|how to|profile|specifications?|targets?|questions?|"
-                      r"running|methodology|patterns?|constraints?|design|overview|final table|what bounds|"
+                      r"running|methodology|(?<!access )(?<!memory )patterns?|constraints?|design|overview|final table|what bounds|"
                       r"testing strategy|risks?|closing|final verdict|contents|gap analysis|key takeaways?|"
                       r"takeaways|implementation|key discovery|hardware|theoretical|theory|background|"
                       r"conclusions?|summary|disclaimers?|acknowledg\w*|license|introduction|prerequisites|"
                       r"setup|format|environment|installation)\b|^why\b|^(总结|前言|背景|参考)", _I)
+# never steps: what no worklog measures a change in
+HARD_EXCLUDED = re.compile(r"\b(references?|appendix|contents|disclaimers?|license|acknowledg\w*|conclusions?|"
+                           r"summary|background|prerequisites|installation|how to|running|setup|tags)\b|"
+                           r"^(总结|前言|背景|参考)", _I)
 FUTURE = re.compile(r"untried|not (yet )?(tried|implemented|done)|next steps?|potential solutions|future work|"
                     r"path forward|what would be next|open ideas|to ?do\b|open questions|future directions?|"
                     r"optimi[sz]ation (targets|opportunities|directions)|opportunities|what'?s next|remaining work", _I)
@@ -84,8 +88,11 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         if not s.excluded or k in numbered:
             steps += P.item_steps(lines, s, k)
     holding = {st.section for st in steps}
-    stated = P.stated_siblings(lines, secs, {k for k, s in enumerate(secs) if s.excluded or s.future}
-                               | holding | parts | numbered)
+    hard = {k for k, s in enumerate(secs) if k and (HARD_EXCLUDED.search(s.title) or s.future
+                                                  or (s.parent > 0 and secs[s.parent].excluded))}
+    stated = P.stated_siblings(lines, secs, hard | holding | parts | numbered)
+    # a tutorial step's own subsections (not Problem / Results parts) are steps too
+    stated |= {c for k in stated for c in secs[k].children if not P.PART.match(secs[c].title) and c not in hard}
     for k in sorted((numbered | stated) - holding - parts):
         s = secs[k]
         end = _step_end(secs, k, parts)
@@ -96,11 +103,13 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
             names.add(f"{nm[0]}{nm[1]}{nm[2]}")
         state = [f for f in figs if f.before is None and f.kind == "state"][:1]
         pairs = [f for f in figs if f.before is not None and f.kind != "ratio"]
+        if not pairs and not state:  # "This doubles the performance": a ratio only where nothing absolute is
+            pairs = [f for f in figs if f.kind == "ratio"][:1]
         st = P.Step("section", s.title, s.start, end, k, names, state, pairs,
                     bool(re.search(r"\b(baseline|reference)\b", s.title, _I)))
         steps.append(st)
     # a section that reads as one attempt by itself keeps its table's rows as its figures
-    usable = {k for k, s in enumerate(secs) if not s.excluded and not s.future and not s.parent_attempts
+    usable = {k for k, s in enumerate(secs) if k not in hard and not s.parent_attempts
               and _score(s.title, T.prose("\n".join(lines[s.body_start:s.end + 1])), lines, s) < 3}
     steps += P.table_steps(lines, secs, steps, doc_metrics(lines), usable)
     steps = P.chain(steps)
@@ -200,6 +209,6 @@ def _score(title: str, own: str, lines: list[str], s: T.Section) -> int:
     score = 2 * bool(ATTEMPT_HEAD.search(title))
     score += sum(1 for line in own.splitlines() if FIELD_LABEL.match(line))
     figs = table_figures(lines, s.body_start, s.end)[0] + text_figures(lines, s.body_start, s.end, states=False)
-    score += 3 * timed([f for f in figs if f.kind != "ratio"])
+    score += 3 * any(f.before is not None and f.better and f.kind != "ratio" for f in figs)
     score += bool(REGRESSED.search(own) or IMPROVED.search(own) or NEUTRAL.search(own) or FAILED.search(own))
     return score

@@ -53,7 +53,8 @@ def step_name(title: str) -> tuple[str, int, str] | None:
         return None
     raw = m.group("prefix")
     prefix = re.sub(r"[\s_-]+", "", raw.lower())
-    attached = bool(re.match(r"^\W*[A-Za-z][A-Za-z]+_?\d", title or "")) and " " not in raw  # reduce3, kernel_3
+    attached = bool(re.match(r"^\W*[A-Za-z][A-Za-z]+_?\d", title or "")) and " " not in raw \
+        and not re.search(r"(fp|bf|int|e\dm|sm|gfx)$", prefix)  # reduce3, kernel_3; not CastToFP8
     if prefix in NOT_STEP or len(prefix) > 24 or not (prefix in STEP_WORDS or attached):
         return None
     return prefix, int(m.group("n")), (m.group("sub") or "").lower()
@@ -155,7 +156,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         rows = []
         for line, c in t.rows:
             v = cell_number(c[col]) if col < len(c) else None
-            if v is not None and c[0].strip() and cell_number(c[0]) is None:
+            if v is not None and re.search(r"[^\W\d_]{2}", c[0]):  # a name, not a number
                 rows.append((line, c[0], norm(c[0]), v))
         if not rows:
             continue
@@ -170,6 +171,16 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             holder.names.add(new[0][2])
             continue
         sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+        while sec > 0 and PART.match(secs[sec].title) and secs[sec].parent > 0:
+            sec = secs[sec].parent  # a "Results" subsection reports its parent's step
+        if holder is None and len(new) == 1 and step_name(new[0][1]) and sec in usable \
+                and new[0][2] not in by_name and not any(st.section == sec for st in steps + out):
+            s = secs[sec]  # a section whose own results table adds one named row is that row's step
+            st = Step("section", s.title, s.start, s.last, sec, {new[0][2]} | identifiers(lines, s.start, s.last),
+                      [fig(new[0])], baseline=bool(BASE_ROW.search(s.title)))
+            out.append(st)
+            by_name[new[0][2]] = st
+            continue
         named = [r for r in new if step_name(r[1]) and r[2] not in by_name and not BASE_ROW.search(r[1])]
         if len(named) >= 2 and sec in usable:
             base = next((r for r in rows if BASE_ROW.search(r[1])), None)
@@ -190,14 +201,14 @@ def chain(steps: list[Step]) -> list[Step]:
     """Each step's baseline is the state before it (same metric, as many shapes), unless it has one already or
     is a baseline itself; a measurement that repeats an earlier, non-adjacent one is a recap, not a step; a
     joined summary row repeating the previous step's figure is not this step's figure."""
-    ordered = sorted(steps, key=lambda s: (s.state[0].line if s.state else s.start))
+    ordered = sorted(steps, key=lambda s: s.start)
     prev: list | None = None
     history: list[list] = []
     keep = []
     for st in ordered:
         if st.state and prev and _same(st.state, prev) and st.state[0].kind == "joined":
             st.state = []
-        if st.state and st.kind == "block" and any(_same(st.state, h) for h in history[:-1]) \
+        if st.state and st.kind == "block" and any(_same(st.state, h, 0.005) for h in history[:-1]) \
                 and not (prev and _same(st.state, prev)):
             continue  # "Looking back at the initial kernel:" repeats the first measurement
         keep.append(st)
@@ -218,8 +229,8 @@ def _compatible(a: list, b: list) -> bool:
     return len(a) == len(b) and all(x.metric == y.metric for x, y in zip(a, b))
 
 
-def _same(a: list, b: list) -> bool:
-    return _compatible(a, b) and all(abs(x.after - y.after) <= 0.02 * max(abs(y.after), 1e-9)
+def _same(a: list, b: list, tol: float = 0.02) -> bool:
+    return _compatible(a, b) and all(abs(x.after - y.after) <= tol * max(abs(y.after), 1e-9)
                                      and x.unit == y.unit for x, y in zip(a, b))
 
 

@@ -20,8 +20,10 @@ MLINE = re.compile(r"^\s*(?:[-*+]\s+)?(?:⚡|⏱️?|🚀)\s*~?\s*(" + T.NUMBER 
 KEYLINE = re.compile(r"^\s*(?:\*\*)?(?:time|latency|runtime|duration|throughput|performance|perf|bandwidth|speed|"
                      r"result|kernel time|gpu time|elapsed)(?:\*\*)?\s*[:=]\s*(?:\*\*)?~?\s*(" + T.NUMBER + r")\s*(" +
                      UNIT + r")(?![\w/])[^A-Za-z]*$", _I)
-BASELINE = re.compile(r"\b(baseline|reference (kernel|implementation|solution|code|version)|the reference\b|"
-                      r"starting point|naive (version|implementation|kernel))", _I)
+BASELINE = re.compile(r"\b(?:start(?:s|ed)?(?: off)?|begin(?:s|ning)?|starting) (?:off )?(?:with|from) [^.:]{0,60}?"
+                      r"\b(?:baseline|reference)\b|^\W*(?:the |our |a )?(?:\w+ ){0,2}(?:baseline|reference)\b"
+                      r"(?: (?:kernel|implementation|version|code|solution))? (?:gives|is|runs|takes|measures|achieves)",
+                      _I)
 NOT_BASELINE = re.compile(r"(than|vs\.?|versus|over|compared (to|with)|relative to|against) (the )?[\w ]{0,20}"
                           r"(baseline|reference)", _I)
 TRIED = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?\**\s*(?:(?:i|we) (?:also |then |first )?)?(?:tried|attempted|"
@@ -29,13 +31,15 @@ TRIED = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?\**\s*(?:(?:i|we) (?:also |then
 DEAD_END = re.compile(r"did(?: not|n't) (?:help|work|improve|yield|pay off|change)|do(?:es)?(?: not|n't) (?:work|help)|"
                       r"no (?:performance )?(?:gain|improvement|speed-?up|benefit)|not worth|negates? the benefits?|"
                       r"performs? worse|made (?:it|things) worse|(?:is|was|were|much) slower|gave no|too poor", _I)
+OUTCOME = re.compile(DEAD_END.pattern + r"|did(?: not|n't) (?:manage|improve)|hard to get right|no (?:performance )?"
+                     r"improvement|\bslower\b|\bfaster\b|\bcrash|\bfailed\b", _I)
 ATTEMPT_VERB = re.compile(r"\b(tried|try|trying|consider|considered|attempt|experiment|instead|would be to|"
                           r"the usual way|we (?:also )?(?:use|used|add|added|switch|switched))\b", _I)
 PROPOSAL = re.compile(r"\b(next steps?|in the future|future work|left for (?:future|later)|not the end of|"
                       r"another improvement|could be (?:further )?improved|it would make sense to|worth (?:trying|a try)|"
                       r"we plan to|i would (?:like to )?(?:try|add|use|remove)|one could (?:also )?(?:choose|try|use|"
                       r"borrow)|one might also|encourage (?:interested )?readers|remains? to be (?:tried|done))\b", _I)
-INTRO_FUTURE = re.compile(r"(next steps?|future work|\bto ?do\b|to improve (?:on )?(?:this|it|further)|(?:i|we) would\b|"
+INTRO_FUTURE = re.compile(r"(next steps?|future work|\btodo\b|\bto-do\b|to improve (?:on )?(?:this|it|further)|(?:i|we) would\b|"
                           r"what(?:'s| is) next|open questions|lingering issues|remaining (?:issues|questions|work)|"
                           r"ideas? for|could (?:still )?be improved|further (?:improvements?|optimi[sz]ations?|work)|"
                           r"left to try|not yet (?:tried|implemented))[^.!?]*:\s*$", _I)
@@ -116,12 +120,20 @@ def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool
             out += listed
             skip_until = max([s.end for s in listed], default=skip_until)
             continue
-        if last.endswith(":"):
+        if last.endswith(":") and n + 1 < len(paras) and (T.block_kind(lines, *paras[n + 1]) in ("code", "table")
+                                                         or mline(lines[paras[n + 1][0]])):
             continue  # it introduces a measurement or code
         if TRIED.match(lines[x]):
-            out.append(Span("tried", x, y, tried_title(text)))
+            out.append(Span("tried", x, y, tried_title(text), verdict_hint="tried"))
+            # the paragraphs right after it that only report how it went belong to it
+            for a, b in paras[n + 1:n + 3]:
+                more = " ".join(lines[a:b + 1])
+                if T.block_kind(lines, a, b) != "prose" or TRIED.match(lines[a]) or not OUTCOME.search(more) \
+                        or any(mline(lines[i]) for i in range(a, b + 1)):
+                    break
+                out[-1].end = skip_until = b
         elif progression and DEAD_END.search(text) and ATTEMPT_VERB.search(text):
-            out.append(Span("dead-end", x, y, _title(text)))
+            out.append(Span("dead-end", x, y, _title(text), verdict_hint="neutral"))
         elif progression and PROPOSAL.search(text) and not re.search(r"\d\s*(µs|μs|us|ms|ns)\b", text):
             out.append(Span("proposal", x, y, _title(text)))
     return out
@@ -148,8 +160,10 @@ def _listed(lines: list[str], rest: list[tuple[int, int]], kind: str, hint: str)
         if k in ("code", "image", "table") and out:
             out[-1].end = b
         elif k == "prose":
-            if any(mline(lines[i]) for i in range(a, b + 1)):
-                break
+            adjacent = bool(out) and a == out[-1].end + 1  # lines of one hard-broken block: one item each
+            if any(mline(lines[i]) for i in range(a, b + 1)) or (
+                    not adjacent and (len(" ".join(lines[a:b + 1])) > 250 or len(out) >= 8)):
+                break  # paragraph items are short; a long one is the text going on
             out.append(Span(kind, a, b, _title(lines[a]), verdict_hint=hint))
         else:
             break

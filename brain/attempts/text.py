@@ -217,7 +217,8 @@ def items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str]]:
         if m and (base is None or len(m.group(1)) <= base):
             base = len(m.group(1)) if base is None else base
             found.append([i, i])
-        elif found and (line.startswith((" ", "\t")) or not line.strip() or in_fence or line.lstrip().startswith("|")):
+        elif found and (line.startswith((" ", "\t")) or not line.strip() or in_fence or line.lstrip().startswith("|")
+                        or found[-1][1] == i - 1):  # indented, or a lazy continuation right under the item
             if line.strip():
                 found[-1][1] = i
         elif found and line.strip():
