@@ -184,7 +184,7 @@ def _step_figures(st) -> list[Fig]:
     figs = list(st.pairs)
     if st.state and st.before and not st.pairs:
         for a, b in zip(st.state, st.before):
-            f = Fig(a.label or b.label, b.after, a.after, a.unit, a.metric, a.better, a.line, "pair", a.shape,
+            f = Fig(a.label, b.after, a.after, a.unit, a.metric, a.better, a.line, "pair", a.shape,
                     a.mixed)
             figs.append(f)
     return figs
@@ -241,11 +241,15 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
         problem = F.problem(u.title, body, u.path[:-1], doc.title, doc.text)
     techniques = ([t.strip() for t in labelled["techniques"].split(",") if t.strip() not in ("", "none", "-")]
                   if "techniques" in labelled else F.techniques(u.title, hypothesis, change, fallback=body))
+    scope = _scope(doc, u, body)
+    if dec is not None and not dec.label and scope.get("shape"):
+        dec.label = scope["shape"]  # a figure the text gives without its size: the size the text works at
+        out[0] = dec.as_dict()
     r = Record(title=_title(doc, u, change, source), source=source, corpus=corpus, start_line=u.start + 1,
                end_line=end + 1, problem=problem, techniques=techniques, hypothesis=hypothesis, change=change,
                verdict=verdict, figures=out, lesson=lesson, supersedes=labelled.get("supersedes", "").strip("` "),
                figure=dec.full() if dec is not None else None, metric=dec.metric if dec is not None else None,
-               better=dec.better if dec is not None else None, scope=_scope(doc, u, body))
+               better=dec.better if dec is not None else None, scope=scope)
     r._path = u.path  # for the id
     r._explicit = explicit
     return r

@@ -32,14 +32,16 @@ PROBLEM_RX = [("dual_gemm", re.compile(r"dual[ _-]?gemm|\bdual M\d", _I)),
               ("gemv", re.compile(r"\bgemv\b", _I)),
               ("gemm", re.compile(r"(?<![\w-])(?<!dual )(?<!group )(?<!grouped )gemm\b", _I))]
 STAGES = re.compile(r"\bstages?\b|\bstaging\b", _I)  # "3 stages", "ACC staging": pipeline depth
-GPU = re.compile(r"\b(GB[23]00|[BH][12]00|H800|H20|A100|A10G?|A800|L40S?|L4|T4|V100|P100|MI\d{3}[A-Z]{0,2}|"
-                 r"RTX ?\d{4}(?: Ti| Super)?|GTX ?\d{4}|Jetson \w+|Hopper|Blackwell|Ampere|Turing|Volta)\b")
-DTYPE = re.compile(r"\b(nvfp4|mxfp4|mxfp8|fp4|fp8|e4m3|e5m2|bf16|bfloat16|fp16|float16|half|fp32|float32|tf32|"
-                   r"fp64|float64|double|int8|int4|w4a8|w8a8|w4a16)\b", _I)
+_L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"  # word edges that CJK text next to a name does not break
+GPU = re.compile(_L + r"(GB[23]00|[BH][12]00|H800|H20|A100|A10G?|A800|L40S?|L4|T4|V100|P100|MI\d{3}[A-Z]{0,2}|"
+                 r"RTX ?\d{4}(?: Ti| Super)?|GTX ?\d{4}|Jetson \w+)" + _R)
+ARCH = re.compile(_L + r"(Hopper|Blackwell|Ampere|Turing|Volta|CDNA ?\d|sm_?\d{2,3}a?)" + _R)
+DTYPE = re.compile(_L + r"(nvfp4|mxfp4|mxfp8|fp4|fp8|e4m3|e5m2|bf16|bfloat16|fp16|float16|half|fp32|float32|tf32|"
+                   r"fp64|float64|double|int8|int4|w4a8|w8a8|w4a16)" + _R, _I)
 SHAPE = re.compile(r"(\$?[MNK]\s*=\s*[MNK]?\s*=?\s*[MNK]?\s*=?\s*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?|"
-                   r"\b\d{3,5}\s*[x×]\s*\d{3,5}(?:\s*[x×]\s*\d{1,5})?\b|"
+                   + _L + r"\d{3,5}\s*[x×]\s*\d{3,5}(?:\s*[x×]\s*\d{1,5})?" + _R + r"|"
                    r"\b(?:nx,\s*ny,\s*nz|batch(?:_size)?|seq(?:len|_len)?|context)\s*[=:]?\s*\d[\d, ]*\d?|"
-                   r"\b\d+[KM]\s+(?:elements|tokens|context))", _I)
+                   + _L + r"\d+[KM]\s+(?:elements|tokens|context))", _I)
 
 
 def labelled(lines: list[str], start: int, end: int) -> dict[str, str]:
@@ -158,19 +160,30 @@ def impact(text: str) -> str:
     return T.clean(m.group(1)) if m else ""
 
 
+DTYPE_NAMES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+               "double": "fp64"}
+
+
 def scope(texts: list[str], doc_text: str) -> dict:
     """GPU, dtype and shape: the nearest mention (the record, then each heading up its path), else the one the
-    document names most."""
+    document names most (a GPU model before an architecture name; a dtype found only in code counts too)."""
     out = {}
-    for key, rx in (("gpu", GPU), ("dtype", DTYPE), ("shape", SHAPE)):
+    for key, rxs in (("gpu", (GPU, ARCH)), ("dtype", (DTYPE,)), ("shape", (SHAPE,))):
         value = None
-        for t in texts:
-            m = rx.search(T.prose(t or ""))
-            if m:
-                value = m.group(1)
+        for rx in rxs:
+            for t in texts:
+                m = rx.search(T.prose(t or ""))
+                if m:
+                    value = m.group(1)
+                    break
+            if value is None:
+                for whole in (T.prose(doc_text), doc_text if key == "dtype" else ""):
+                    found = Counter(m.group(1) for m in rx.finditer(whole))
+                    if found:
+                        value = found.most_common(1)[0][0]
+                        break
+            if value is not None:
                 break
-        if value is None:
-            found = Counter(m.group(1) for m in rx.finditer(T.prose(doc_text)))
-            value = found.most_common(1)[0][0] if found else None
-        out[key] = " ".join(value.strip("$ ,").split()) if value else None
+        value = " ".join(value.strip("$ ,").split()) if value else None
+        out[key] = DTYPE_NAMES.get(value.lower(), value) if key == "dtype" and value else value
     return out

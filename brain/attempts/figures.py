@@ -54,6 +54,12 @@ BEFORE_COL = re.compile(r"before|baseline|\bold\b|previous|^v\d|section \d+", _I
 AFTER_COL = re.compile(r"after|\bnow\b|\bnew\b|optimi[sz]ed", _I)
 DIFF_COL = re.compile(r"\bdiff|Δ|\bdelta\b|\bchange\b|差", _I)
 DIFF_ROW = re.compile(r"^(difference|diff|delta|Δ|change|gain|saving|差|差值)\b", _I)
+SHAPE = re.compile(r"\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?|(?<![\w.])\d{3,5}\s*[x×]\s*"
+                   r"\d{3,5}(?:\s*[x×]\s*\d{1,5})?(?![\w.])|\b(?:batch(?:[ _]size)?|bs|seq(?:len|_len)?)\s*[=:]?\s*\d+", _I)
+VERBISH = re.compile(r"^(is|was|are|were|went|goes|go|reduces?|reduced|drops?|dropped|achieves?|achieved|gets?|got|"
+                     r"takes?|took|runs?|ran|improves?|improved|from|to|now|becomes?|became|gives?|gave|brings?|"
+                     r"brought|moves?|moved|rose|rises?|fell|falls?|but|and|with|by|than|of|in|at|on|the|a|we|it|"
+                     r"this|that|our|\w+ing|\w+ed)$", _I)
 TOTAL = re.compile(r"\b(total|overall|end[- ]to[- ]end|e2e|geomean|geometric mean|all shapes|headline)\b", _I)
 
 
@@ -104,20 +110,22 @@ class _Lines:
 
 
 def _label(text: str, pos: int) -> str:
-    """What a figure at `pos` measures: the key of its `key: value` item, else the clause before it, else the
-    shape named on its line (`M=8192, K=1024`, `4096x4096`)."""
+    """What a figure at `pos` measures: the key of its `key: value` item, else the shape its sentence names
+    (`M=8192, K=1024`, `4096x4096`), else a short name just before it (`gemm N7168 K16384`), else nothing."""
     head = text[max(0, pos - 160):pos]
     head = re.split(r"(?:^|\s)(?:[-*+•]|\d+[.)])\s+(?=\S)", head)[-1]  # this list item only
     key = re.match(r"^\W*([^:]{2,70}?):(?:\s|$)", head)
     if key and not re.search(r"\d\s*(?:µs|μs|us|ms)\b", key.group(1)):
         return T.clean(key.group(1)).strip(" -:(")
+    sentence = re.split(r"(?<=[.!?])\s", head)[-1]
+    shape = SHAPE.search(sentence)
+    if shape:
+        return T.clean(shape.group(0)).strip("$ ,")
     clause = T.clean(re.split(r"[:;,(]|\.\s", head)[-1]).strip(" -:(")
-    clause = re.sub(r"\b(from|to|is|was|of|at|in|and|with|went|goes|took|takes|now|down|up|by|the|a)\s*$", "",
-                    clause, flags=_I).strip(" -:(")
-    if len(clause) >= 2:
-        return clause[-60:].strip()
-    shape = re.search(r"([MNKBLG]\s*=\s*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*|\d+\s*[x×]\s*\d+(?:\s*[x×]\s*\d+)?)", head)
-    return shape.group(1) if shape else ""
+    words = clause.split()
+    if 1 <= len(words) <= 5 and not any(VERBISH.match(w) for w in words):
+        return clause
+    return ""
 
 
 def _is_reference(text: str, start: int, end: int, unit: str) -> bool:
@@ -213,10 +221,16 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
                 continue
             if _is_reference(text, m.start(), m.end(), unit):
                 continue
-            f = make(_label(text, m.start()), None, T.num(m.group(1)), unit, blk.line(m.start()), "state",
+            f = make(_shape(_sentence(text, m.start())), None, T.num(m.group(1)), unit, blk.line(m.start()), "state",
                      text[m.end() - 1:m.end() + 30] if unit == "%" else "")
             figs.append(f)
     return figs
+
+
+def _shape(text: str) -> str:
+    """The problem size a sentence names (`M=N=K=4096`, `4096x4096`, `batch 8`), else nothing."""
+    m = SHAPE.search(text)
+    return T.clean(m.group(0)).strip("$ ,") if m else ""
 
 
 def _sentence(text: str, pos: int) -> str:

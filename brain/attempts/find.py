@@ -20,7 +20,8 @@ EXCLUDED = re.compile(r"\b(rules?|references?|appendix|tags|how to|profile|speci
                       r"testing strategy|risks?|closing|final verdict|contents|gap analysis|key takeaways?|"
                       r"takeaways|implementation|key discovery|hardware|theoretical|theory|background|"
                       r"conclusions?|summary|disclaimers?|acknowledg\w*|license|introduction|prerequisites|"
-                      r"setup|format|environment|installation)\b|^why\b|^(总结|前言|背景|参考)", _I)
+                      r"setup|format|environment|installation|evidence|related work|prior (art|work)|literature|"
+                      r"further reading)\b|^why\b|^(总结|前言|背景|参考)", _I)
 # never steps: what no worklog measures a change in
 HARD_EXCLUDED = re.compile(r"\b(references?|appendix|contents|disclaimers?|license|acknowledg\w*|conclusions?|"
                            r"summary|background|prerequisites|installation|how to|running|setup|tags)\b|"
@@ -34,6 +35,7 @@ NO_GAIN_HEAD = re.compile(r"no gain|did(n't| not) (help|work|pan out)|dead[- ]en
 PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b", _I)
 ATTEMPT_HEAD = re.compile(r"attempt|\bround \d|\boption [a-z]\b|\btry\b|\btried\b|experiment|revert|failure|"
                           r"\bresults?\b|progress|\bpass\b|\bversions?\b|\bbug\b", _I)
+RESULTS_HEAD = re.compile(r"\b(results?|progress|benchmarks?|performance|measurements?)\b", _I)
 VERDICT_LINE = re.compile(r"^\*\*Verdict:\*\*\s*(improved|regressed|neutral|failed|proposed|inconclusive)\s*$")
 STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
 TODO = re.compile(r"^\s*(?:[-*+]\s+)?\**TODO\**\s*:?\s*(.+)$")
@@ -55,13 +57,16 @@ class Unit:
 
 
 def flag(secs: list[T.Section]) -> None:
+    top = [s for s in secs[1:] if s.parent < 0]
+    title = top[0] if len(top) == 1 else None  # the document's title ("How to optimize ...") colours nothing
     for s in secs[1:]:
-        parent = secs[s.parent] if s.parent >= 0 else None
+        parent = secs[s.parent] if s.parent >= 0 and secs[s.parent] is not title else None
         own_future = bool(FUTURE.search(s.title))
         s.future = own_future or bool(parent and parent.future)
         # an attempt word in a heading's own title overrides an exclusion inherited from its parent
         inherited = bool(parent and parent.excluded) and not STRONG_HEAD.search(s.title)
         s.excluded = not own_future and (bool(EXCLUDED.search(s.title)) or inherited)
+        s.under_excluded = inherited
         s.parent_attempts = bool(parent and PARENT.search(parent.title) and not parent.future)
 
 
@@ -100,7 +105,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end)
         nm = P.step_name(s.title)
         if nm:
-            names.add(f"{nm[0]}{nm[1]}{nm[2]}")
+            names |= {f"{nm[0]}{nm[1]}{nm[2]}", f"#{nm[1]}"}
         state = [f for f in figs if f.before is None and f.kind == "state"][:1]
         pairs = [f for f in figs if f.before is not None and f.kind != "ratio"]
         if not pairs and not state:  # "This doubles the performance": a ratio only where nothing absolute is
@@ -109,10 +114,16 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
                     bool(re.search(r"\b(baseline|reference)\b", s.title, _I)))
         steps.append(st)
     # a section that reads as one attempt by itself keeps its table's rows as its figures
+    # (a "Results" / "Benchmarks" heading names where the steps' figures are, not one attempt)
     usable = {k for k, s in enumerate(secs) if k not in hard and not s.parent_attempts
-              and _score(s.title, T.prose("\n".join(lines[s.body_start:s.end + 1])), lines, s) < 3}
+              and _score(RESULTS_HEAD.sub(" ", s.title), T.prose("\n".join(lines[s.body_start:s.end + 1])),
+                         lines, s) < 3}
     steps += P.table_steps(lines, secs, steps, doc_metrics(lines), usable)
     steps = P.chain(steps)
+    # a section split into steps (rows, items, measurements in its text) is no record itself
+    steps = [st for st in steps if st.kind != "section" or not any(
+        o is not st and o.kind != "section" and st.start <= o.start and o.end <= max(st.end, secs[st.section].last)
+        for o in steps)]
     holding = {st.section for st in steps if st.kind != "section"}
     step_secs = {st.section for st in steps if st.kind == "section"}
     for st in steps:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from brain.attempts import text as T
 from brain.attempts.figures import Fig, cell_number, cell_unit, make, text_figures
-from brain.attempts.units import header_metric, header_unit
+from brain.attempts.units import UNIT, header_metric, header_unit
 
 _I = re.I
 NAME = re.compile(r"^\W*(?P<prefix>(?:[a-z]+[ _-]?){0,2}?[a-z\u4e00-\u9fff]+?)[ _#-]*(?P<n>\d{1,3})(?P<sub>[a-z])?"
@@ -64,12 +64,24 @@ def norm(name: str) -> str:
     return re.sub(r"[^0-9a-z\u4e00-\u9fff]+", "", T.clean(name).lower())
 
 
+def row_keys(cell: str) -> set[str]:
+    """The names a results-table row goes by: itself, its step name (`Kernel 4: ...` -> kernel4), and `#4` for a
+    row numbered `4: 1D Blocktiling`."""
+    keys = {norm(cell)}
+    nm = step_name(T.clean(cell))
+    if nm:
+        keys.add(f"{nm[0]}{nm[1]}{nm[2]}")
+    m = re.match(r"^\W*(\d{1,3})\s*[:.)-]\s*\S", T.clean(cell))
+    if m:
+        keys.add(f"#{int(m.group(1))}")
+    return keys
+
+
 def numbered(secs: list[T.Section]) -> set[int]:
     """Sections whose heading names a numbered step shared by a sibling (Kernel 1 .. Kernel 11)."""
     groups: dict[tuple, set] = {}
     for k, s in enumerate(secs):
-        parent = secs[s.parent] if k and s.parent >= 0 else None
-        if not k or s.future or (parent is not None and parent.excluded):
+        if not k or s.future or s.under_excluded:
             continue
         nm = step_name(s.title)
         if nm:
@@ -118,7 +130,8 @@ def item_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
         if prefixes.count(nm[0]) < 2:
             continue
         figs = text_figures(lines, a, b)
-        title = T.clean(re.sub(r"\s*\([^)]*\d[^)]*\)", "", re.split(r"\s+--\s+|\s+—\s+", head)[0]))[:90]
+        head = re.split(r"\s+--\s+|\s+—\s+", head)[0]
+        title = T.clean(re.sub(r"\s*\(~?\s*[\d.,]+\s*" + UNIT + r"\)", "", head))[:90]  # "(6 TFLOPs)" is its figure
         out.append(Step("item", title, a, b, k, {f"{nm[0]}{nm[1]}{nm[2]}"}, [f for f in figs if f.before is None],
                         [f for f in figs if f.before is not None]))
     return out
@@ -166,7 +179,8 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                        if st.kind == "section" and st.start <= t.line <= st.end), None)
         fig = lambda r, kind="row": make(r[1], None, r[3], unit, r[0], kind,  # noqa: E731
                                          t.header[col][t.header[col].find("%"):] if "%" in t.header[col] else "")
-        if holder and len(new) == 1 and not holder.state and not holder.pairs:
+        if holder and len(new) == 1 and not holder.pairs and all(f.kind == "state" for f in holder.state):
+            # the step's own results row says more than a figure quoted in its prose
             holder.state = [fig(new[0])]
             holder.names.add(new[0][2])
             continue
@@ -191,9 +205,10 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                 out.append(st)
             continue
         for r in rows:
-            st = by_name.get(r[2])
-            if st is not None and not st.state and not st.pairs:
-                st.state = [fig(r, "joined")]
+            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None)
+            if st is not None and not st.state and all(f.kind == "ratio" for f in st.pairs):
+                # the summary row of a step whose text gives no figure, or a ratio only
+                st.state, st.pairs = [fig(r, "joined")], []
     return out
 
 
@@ -223,6 +238,10 @@ def chain(steps: list[Step]) -> list[Step]:
         history.append(st.state)
     _mark_mixed(keep)
     return sorted(keep, key=lambda s: s.start)
+
+
+def _close(a: Fig, b: Fig) -> bool:
+    return a.unit == b.unit and abs(a.after - b.after) <= 0.02 * max(abs(b.after), 1e-9)
 
 
 def _compatible(a: list, b: list) -> bool:

@@ -18,8 +18,9 @@ from brain.attempts.units import UNIT, canonical, metric_of
 _I = re.I
 MLINE = re.compile(r"^\s*(?:[-*+]\s+)?(?:⚡|⏱️?|🚀)\s*~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])")
 KEYLINE = re.compile(r"^\s*(?:\*\*)?(?:time|latency|runtime|duration|throughput|performance|perf|bandwidth|speed|"
-                     r"result|kernel time|gpu time|elapsed)(?:\*\*)?\s*[:=]\s*(?:\*\*)?~?\s*(" + T.NUMBER + r")\s*(" +
-                     UNIT + r")(?![\w/])[^A-Za-z]*$", _I)
+                     r"result|kernel time|gpu time|elapsed|baseline|reference|before|after|now|final)(?:\*\*)?\s*[:=]"
+                     r"\s*(?:\*\*)?~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])(?:\s*(?:per|/)\s*\w+)?[^A-Za-z]*$",
+                     _I)
 BASELINE = re.compile(r"\b(?:start(?:s|ed)?(?: off)?|begin(?:s|ning)?|starting) (?:off )?(?:with|from) [^.:]{0,60}?"
                       r"\b(?:baseline|reference)\b|^\W*(?:the |our |a )?(?:\w+ ){0,2}(?:baseline|reference)\b"
                       r"(?: (?:kernel|implementation|version|code|solution))? (?:gives|is|runs|takes|measures|achieves)",
@@ -214,14 +215,17 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
         for f in state:
             f.better = make("", None, f.after, f.unit).better
         intro = re.split(r"(?<=[.!?])\s+", " ".join(lines[k].strip() for k in range(start, m0)).strip())[-1]
-        base = bool(BASELINE.search(intro)) and not NOT_BASELINE.search(intro)
-        span = Span("block", start, m1, _step_title(lines, start, m0), state, base)
+        base = (bool(BASELINE.search(intro)) and not NOT_BASELINE.search(intro)) \
+            or bool(re.match(r"^\W*(baseline|reference)\W*\s*[:=]", lines[m0], _I))
+        key = re.match(r"^\W*([A-Za-z][\w ]{0,30}?)\s*[:=]", lines[m0])
+        span = Span("block", start, m1, _step_title(lines, start, m0) or (key.group(1) if key else ""), state, base)
         # one paragraph of comment after the measurement, unless it introduces the next one or is a unit itself
         nxt = runs[r + 1] if r + 1 < len(runs) else None
         after = [p for p in paras if p[0] > m1 and (nxt is None or p[1] < nxt[0])]
         if after:
             x, y = after[0]
             if (T.block_kind(lines, x, y) == "prose" and not lines[y].rstrip().endswith(":")
+                    and not T.LIST_ITEM.match(lines[x])
                     and not any(s <= x <= e for s, e in taken) and (len(after) > 1 or nxt is None)):
                 span.end = y
         out.append(span)

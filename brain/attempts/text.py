@@ -28,6 +28,7 @@ class Section:
     excluded: bool = False
     future: bool = False
     parent_attempts: bool = False
+    under_excluded: bool = False  # excluded because a heading over it is
     last: int = -1  # last line of the subtree (set by sections())
 
 

@@ -20,9 +20,9 @@ _I = re.I
 _UNITS = [
     (r"(?:µ|μ)s(?:ec)?|us(?:ec)?", "us"), (r"ms(?:ec)?", "ms"), (r"ns", "ns"),
     (r"cycles?", "cycles"),
-    (r"[Pp]FLOP/?s|PFLOPS|PFLOPs|Pflops", "PFLOP/s"),
-    (r"TFLOP/?s|TFLOPS|TFLOPs|TFlops|Tflops|TFlop/?s|tflops", "TFLOP/s"),
-    (r"GFLOP/?s|GFLOPS|GFLOPs|GFlops|Gflops|GFlop/?s|gflops", "GFLOP/s"),
+    (r"P(?:FLOP|[Ff]lop|flop)[sS]?(?:/s(?:ec)?)?", "PFLOP/s"),
+    (r"T(?:FLOP|[Ff]lop|flop)[sS]?(?:/s(?:ec)?)?|tflops", "TFLOP/s"),
+    (r"G(?:FLOP|[Ff]lop|flop)[sS]?(?:/s(?:ec)?)?|gflops", "GFLOP/s"),
     (r"TOPS|TOP/s", "TOPS"),
     (r"TB/s|TiB/s", "TB/s"), (r"GB/s|GiB/s|GBps", "GB/s"), (r"MB/s|MiB/s", "MB/s"),
     (r"tokens?/s(?:ec)?(?:/user)?|tok/s(?:/user)?|TPS(?:/user)?|tps", "tokens/s"),
