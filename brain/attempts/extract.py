@@ -27,6 +27,8 @@ PROBLEMS = ("gemv", "gemm", "dual_gemm", "group_gemm", "none")
 VERDICTS = ("improved", "regressed", "neutral", "failed", "proposed", "inconclusive")
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
+GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
+                           r"kernel time|gpu time|shape \d+)$", re.I)
 _clean = T.clean  # writeback.py normalises user text with the same function
 
 
@@ -215,6 +217,8 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
         verdict = None
         if u.kind == "proposal":
             verdict = "proposed"
+        elif u.kind == "bug":
+            verdict = "failed"  # a bug found: what it broke failed; its fix is a record of its own
         elif dec is not None:
             verdict = figure_verdict(dec, group, bool(F.NEUTRAL.search(prose)))
         elif u.step is not None and u.step.state and not u.step.before:
@@ -242,7 +246,7 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
     techniques = ([t.strip() for t in labelled["techniques"].split(",") if t.strip() not in ("", "none", "-")]
                   if "techniques" in labelled else F.techniques(u.title, hypothesis, change, fallback=body))
     scope = _scope(doc, u, body)
-    if dec is not None and not dec.label and scope.get("shape"):
+    if dec is not None and GENERIC_LABEL.match(dec.label) and scope.get("shape"):
         dec.label = scope["shape"]  # a figure the text gives without its size: the size the text works at
         out[0] = dec.as_dict()
     r = Record(title=_title(doc, u, change, source), source=source, corpus=corpus, start_line=u.start + 1,

@@ -38,10 +38,12 @@ GPU = re.compile(_L + r"(GB[23]00|[BH][12]00|H800|H20|A100|A10G?|A800|L40S?|L4|T
 ARCH = re.compile(_L + r"(Hopper|Blackwell|Ampere|Turing|Volta|CDNA ?\d|sm_?\d{2,3}a?)" + _R)
 DTYPE = re.compile(_L + r"(nvfp4|mxfp4|mxfp8|fp4|fp8|e4m3|e5m2|bf16|bfloat16|fp16|float16|half|fp32|float32|tf32|"
                    r"fp64|float64|double|int8|int4|w4a8|w8a8|w4a16)" + _R, _I)
-SHAPE = re.compile(r"(\$?[MNK]\s*=\s*[MNK]?\s*=?\s*[MNK]?\s*=?\s*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?|"
-                   + _L + r"\d{3,5}\s*[x×]\s*\d{3,5}(?:\s*[x×]\s*\d{1,5})?" + _R + r"|"
-                   r"\b(?:nx,\s*ny,\s*nz|batch(?:_size)?|seq(?:len|_len)?|context)\s*[=:]?\s*\d[\d, ]*\d?|"
-                   + _L + r"\d+[KM]\s+(?:elements|tokens|context))", _I)
+SHAPES = [re.compile(p, _I) for p in (  # most specific first: a tile size is written like a 2-d shape
+    r"(\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?)",
+    _L + r"(\d{3,6}\s*[x×]\s*\d{3,6}\s*[x×]\s*\d{1,6})" + _R,
+    r"((?:nx,\s*ny,\s*nz|batch(?:[ _]size)?|seq(?:len|_len)?|context(?: length)?)\s*[=:]?\s*\d[\d, ]*\d?)",
+    _L + r"(\d+[KM]\s+(?:elements|tokens|context))",
+    _L + r"(\d{3,6}\s*[x×]\s*\d{3,6})" + _R)]
 
 
 def labelled(lines: list[str], start: int, end: int) -> dict[str, str]:
@@ -168,7 +170,7 @@ def scope(texts: list[str], doc_text: str) -> dict:
     """GPU, dtype and shape: the nearest mention (the record, then each heading up its path), else the one the
     document names most (a GPU model before an architecture name; a dtype found only in code counts too)."""
     out = {}
-    for key, rxs in (("gpu", (GPU, ARCH)), ("dtype", (DTYPE,)), ("shape", (SHAPE,))):
+    for key, rxs in (("gpu", (GPU, ARCH)), ("dtype", (DTYPE,)), ("shape", SHAPES)):
         value = None
         for rx in rxs:
             for t in texts:

@@ -114,6 +114,7 @@ def _label(text: str, pos: int) -> str:
     (`M=8192, K=1024`, `4096x4096`), else a short name just before it (`gemm N7168 K16384`), else nothing."""
     head = text[max(0, pos - 160):pos]
     head = re.split(r"(?:^|\s)(?:[-*+•]|\d+[.)])\s+(?=\S)", head)[-1]  # this list item only
+    head = re.split(r"(?<=[a-z)\]][.!?])\s+(?=[A-Z])", head)[-1]  # this sentence only
     key = re.match(r"^\W*([^:]{2,70}?):(?:\s|$)", head)
     if key and not re.search(r"\d\s*(?:µs|μs|us|ms)\b", key.group(1)):
         return T.clean(key.group(1)).strip(" -:(")

@@ -31,6 +31,8 @@ FUTURE = re.compile(r"untried|not (yet )?(tried|implemented|done)|next steps?|po
                     r"optimi[sz]ation (targets|opportunities|directions)|opportunities|what'?s next|remaining work", _I)
 DROPPED = re.compile(r"tried and dropped|left off|dropped|dead[- ]ends?|what did(n't| not) work|"
                      r"did(n't| not) (help|work|pan out)", _I)
+BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit)|what went wrong|gotchas|correctness (issues|bugs)|"
+                      r"\bcrash(es)?\b", _I)
 NO_GAIN_HEAD = re.compile(r"no gain|did(n't| not) (help|work|pan out)|dead[- ]ends?|what did(n't| not) work", _I)
 PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b", _I)
 ATTEMPT_HEAD = re.compile(r"attempt|\bround \d|\boption [a-z]\b|\btry\b|\btried\b|experiment|revert|failure|"
@@ -44,7 +46,7 @@ GAIN_COL = re.compile(r"expected|gain|speed-?up|impact|estimate|budget|potential
 
 @dataclass
 class Unit:
-    kind: str  # explicit | section | step | proposal | tried | dead-end
+    kind: str  # explicit | section | step | proposal | tried | dead-end | bug
     title: str
     path: list[str]
     start: int  # 0-based inclusive
@@ -149,7 +151,7 @@ def _step_end(secs: list[T.Section], k: int, parts: set[int]) -> int:
 
 
 def _span_units(spans: list[S.Span], s: T.Section, k: int) -> list[Unit]:
-    kinds = {"tried": "tried", "dead-end": "dead-end", "proposal": "proposal"}
+    kinds = {"tried": "tried", "dead-end": "dead-end", "proposal": "proposal", "bug": "bug"}
     return [Unit(kinds[sp.kind], sp.title, s.path, sp.start, sp.end, hint=sp.verdict_hint, sec=k,
                  hypothesis=impact(sp.title) if sp.kind == "proposal" else "")
             for sp in spans if sp.kind in kinds]
@@ -176,6 +178,14 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
                 out.append(Unit("proposal", T.clean(c[0]), s.path, row_line, row_line, sec=k,
                                 hypothesis=c[gain] if gain is not None and gain < len(c) else ""))
         return _dedupe(out)
+    if BUG_HEAD.search(s.title) and not s.excluded:
+        for a, b, text in T.items(lines, s.body_start, s.end):  # a bug found is failed; its fix is its own attempt
+            if a not in taken:
+                fix = bool(S.FIX.search(text))
+                out.append(Unit("tried" if fix else "bug", S._title(text), s.path, a, b, sec=k,
+                                hint="tried" if fix else "failed"))
+        if any(u.kind in ("bug", "tried") for u in out):
+            return _dedupe(out)
     if DROPPED.search(s.title):
         for a, b, text in T.items(lines, s.body_start, s.end):
             if a not in taken:

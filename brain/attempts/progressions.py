@@ -169,7 +169,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         rows = []
         for line, c in t.rows:
             v = cell_number(c[col]) if col < len(c) else None
-            if v is not None and re.search(r"[^\W\d_]{2}", c[0]):  # a name, not a number
+            if v is not None and (re.search(r"[^\W\d_]{2}", c[0]) or step_name(c[0])):  # a name, not a number
                 rows.append((line, c[0], norm(c[0]), v))
         if not rows:
             continue
@@ -198,8 +198,12 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         named = [r for r in new if step_name(r[1]) and r[2] not in by_name and not BASE_ROW.search(r[1])]
         if len(named) >= 2 and sec in usable:
             base = next((r for r in rows if BASE_ROW.search(r[1])), None)
+            text_col = next((c for c in range(1, len(t.header)) if c != col and all(
+                c < len(cs) and cell_number(cs[c]) is None and cs[c].strip() for _, cs in t.rows)), None)
             for r in named:
-                st = Step("row", T.clean(r[1])[:90], r[0], r[0], sec, {r[2]}, [fig(r)], table=t.line)
+                cs = dict(t.rows)[r[0]]
+                what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) else ""
+                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, [fig(r)], table=t.line)
                 if base:
                     st.before = [fig(base)]
                 out.append(st)

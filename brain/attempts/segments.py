@@ -32,6 +32,9 @@ TRIED = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?\**\s*(?:(?:i|we) (?:also |then
 DEAD_END = re.compile(r"did(?: not|n't) (?:help|work|improve|yield|pay off|change)|do(?:es)?(?: not|n't) (?:work|help)|"
                       r"no (?:performance )?(?:gain|improvement|speed-?up|benefit)|not worth|negates? the benefits?|"
                       r"performs? worse|made (?:it|things) worse|(?:is|was|were|much) slower|gave no|too poor", _I)
+BUG = re.compile(r"^\W*(?:bug|issue)\W*:|\b(?:found|hit|discovered|noticed) (?:a|an|another|the) (?:subtle )?(?:bug|race)\b", _I)
+FIX = re.compile(r"^\W*(?:fix(?:ed)?|the fix|solved|resolved|workaround)\b|\bfixed (?:by|with|it|this)\b|"
+                 r"\bfix(?:ed)? (?:is|was) to\b", _I)
 OUTCOME = re.compile(DEAD_END.pattern + r"|did(?: not|n't) (?:manage|improve)|hard to get right|no (?:performance )?"
                      r"improvement|\bslower\b|\bfaster\b|\bcrash|\bfailed\b", _I)
 ATTEMPT_VERB = re.compile(r"\b(tried|try|trying|consider|considered|attempt|experiment|instead|would be to|"
@@ -51,7 +54,7 @@ INTRO_DROPPED = re.compile(r"(did(?: not|n't) (?:work|help|pan out)|no gain|dead
 
 @dataclass
 class Span:
-    kind: str  # block (a measured step) | tried | dead-end | proposal
+    kind: str  # block (a measured step) | tried | dead-end | proposal | bug
     start: int
     end: int
     title: str = ""
@@ -133,6 +136,8 @@ def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool
                         or any(mline(lines[i]) for i in range(a, b + 1)):
                     break
                 out[-1].end = skip_until = b
+        elif progression and BUG.search(text) and not FIX.search(text):
+            out.append(Span("bug", x, y, _title(text), verdict_hint="failed"))
         elif progression and DEAD_END.search(text) and ATTEMPT_VERB.search(text):
             out.append(Span("dead-end", x, y, _title(text), verdict_hint="neutral"))
         elif progression and PROPOSAL.search(text) and not re.search(r"\d\s*(µs|μs|us|ms|ns)\b", text):
