@@ -33,7 +33,8 @@ PROBLEM_RX = [("dual_gemm", re.compile(r"dual[ _-]?gemm|\bdual M\d", _I)),
               ("gemm", re.compile(r"(?<![\w-])(?<!dual )(?<!group )(?<!grouped )gemm\b", _I))]
 STAGES = re.compile(r"\bstages?\b|\bstaging\b", _I)  # "3 stages", "ACC staging": pipeline depth
 _L, _R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"  # word edges that CJK text next to a name does not break
-GPU = re.compile(_L + r"(GB[23]00|[BH][12]00|H800|H20|A100|A10G?|A800|L40S?|L4|T4|V100|P100|MI\d{3}[A-Z]{0,2}|"
+GPU = re.compile(_L + r"(GB[23]00|[BH][12]00|H800|H20|A100|A10G?|A800|A[2-6]000|A40|A30|L40S?|L20|L4|T4|V100|P100|"
+                 r"MI\d{3}[A-Z]{0,2}|"
                  r"RTX ?\d{4}(?: Ti| Super)?|GTX ?\d{4}|Jetson \w+)" + _R)
 ARCH = re.compile(_L + r"(Hopper|Blackwell|Ampere|Turing|Volta|CDNA ?\d|sm_?\d{2,3}a?)" + _R)
 DTYPE = re.compile(_L + r"(nvfp4|mxfp4|mxfp8|fp4|fp8|e4m3|e5m2|bf16|bfloat16|fp16|float16|half|fp32|float32|tf32|"

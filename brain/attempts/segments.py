@@ -133,6 +133,7 @@ def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool
             for a, b in paras[n + 1:n + 3]:
                 more = " ".join(lines[a:b + 1])
                 if T.block_kind(lines, a, b) != "prose" or TRIED.match(lines[a]) or not OUTCOME.search(more) \
+                        or lines[b].rstrip().endswith(":") \
                         or any(mline(lines[i]) for i in range(a, b + 1)):
                     break
                 out[-1].end = skip_until = b
