@@ -389,7 +389,8 @@ def test_a_sweep_table_compares_each_row_with_its_named_baseline():
 
 
 def test_figures_read_the_ways_kernel_engineers_write_them():
-    from brain.attempts.figures import text_figures, table_figures
+    from brain.attempts.figures import text_figures
+    from brain.attempts.tables import table_figures
 
     def pairs(text, tables=False):
         lines = text.splitlines()
@@ -427,8 +428,7 @@ Time per step: 2.31 ms → 1.94 ms.
 
 def test_bugs_fail_and_their_fixes_are_attempts_of_their_own():
     recs = {r.start_line: r for r in extract(BUGS, "b.md", "t")}
-    assert recs[6].verdict == "neutral" and recs[6].figure["after"] == 1.91
-    assert recs[10].verdict == "failed" and recs[11].verdict == "neutral"
+    assert recs[6].verdict == "neutral" and recs[10].verdict == "failed" and recs[11].verdict == "neutral"
 
 
 def test_shipped_worklogs_read_plainly():
@@ -442,3 +442,8 @@ def test_shipped_worklogs_read_plainly():
     assert all(f["label"] for f in two["figures"])  # "Test 1 (M=8192, ...)", not ": 45.65 → 49.36 us"
     sm90 = shipped("worklog-sm90-kernels.md")
     assert not any("read the fastest batch" in r["title"] for r in sm90)  # reading host timings is no attempt
+
+
+def test_the_rule_table_document_is_printed_from_rules():
+    from brain.attempts.extract import rules_markdown
+    assert (PROJECT_ROOT / "docs" / "attempts-rules.md").read_text(encoding="utf-8") == rules_markdown()

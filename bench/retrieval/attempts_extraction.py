@@ -2,6 +2,7 @@
 
     python bench/retrieval/attempts_extraction.py [--labels bench/data/attempts_labels.json] [--json] [--show]
     python bench/retrieval/attempts_extraction.py --set worklogs [--split tune|report|all] [--show] [--json]
+    python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md
 
 An extracted record matches a label when its citation contains the label's line (the smallest such record,
 one to one). Detection: precision = matched records / extracted, recall = matched labels / labels.
@@ -37,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from brain.attempts.extract import extract  # noqa: E402
+from brain.attempts.extract import extract, rules_markdown  # noqa: E402
 
 # ../shared/sample-corpora/worklogs next to the checkout (a worktree may sit one level deeper)
 WORKLOGS = next((p / "shared" / "sample-corpora" / "worklogs" for p in ROOT.parents
@@ -212,7 +213,11 @@ def main() -> int:
     ap.add_argument("--split", choices=("tune", "report", "all"), default="tune", help="with --set worklogs")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show", action="store_true", help="print every miss and mismatch")
+    ap.add_argument("--rules", action="store_true", help="print the rule table (docs/attempts-rules.md) and stop")
     args = ap.parse_args()
+    if args.rules:
+        print(rules_markdown(), end="")
+        return 0
     if args.set == "worklogs":
         return worklogs(args.split, args.show, args.json)
     data = json.loads(args.labels.read_text())

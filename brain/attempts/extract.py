@@ -17,8 +17,8 @@ from brain.attempts import fields as F
 from brain.attempts import find
 from brain.attempts import text as T
 from brain.attempts.fields import NOT_TECHNIQUES, STAGES  # noqa: F401  (relations.py reads them here)
-from brain.attempts.figures import (TOTAL, Fig, dedupe, deciding, figure_verdict, table_figures,
-                                    text_figures)
+from brain.attempts.figures import TOTAL, Fig, _squash, dedupe, deciding, figure_verdict, text_figures
+from brain.attempts.tables import table_figures
 from brain.attempts.units import canonical
 from brain.textfix import repair_mojibake
 
@@ -36,45 +36,90 @@ def normalize_unit(unit: str) -> str:
     return canonical(T.clean(unit))
 
 
-# The rule table (docs/attempts-rules.md): field -> how it is decided (first rule that applies wins).
+# The rule table: (field, rule), in the order they apply (the first that applies wins). docs/attempts-rules.md
+# is printed from it: `python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md` (a test
+# keeps them equal).
 RULES = [
-    ("unit", "steps of a progression: numbered headings shared by siblings (Kernel 1..11, Optimization 5, reduce3, "
-             "Level 07, v4; their Problem/Solution/Results subsections are parts of the step), list items naming "
-             "numbered steps, results-table rows new in a table that names two or more steps, three or more "
-             "sibling sections that each report one measurement, and a measurement line in running text "
-             "(`⚡ 1.2 ms`, `Time: 1.2 ms`) with the prose that introduces it and one paragraph of comment; a "
-             "section split into steps is no record itself. Else: a `**Verdict:**` section; a section scoring >= 3 "
-             "(attempt word in heading +2, labelled field +1 each, timed before -> after figure +3, verdict word "
-             "+1) or a child of an Optimizations/Attempts heading; items and table rows under a future-work "
-             "heading, and items a sentence introduces ('next steps:', 'I would:', 'open questions:'); items under "
-             "Tried and dropped or introduced by 'things I tried that did not work:'; a paragraph opening with "
-             "'Tried' / 'I tried', a dead-end paragraph in a progression ('did not help', 'performs worse'), a "
-             "paragraph proposing further work; a `TODO:` line; a pitch document"),
-    ("verdict", "`**Verdict:**` line; proposed for future-work items, TODO lines and pitch documents; the deciding "
-                "figure by its direction: change under 2% (3% with a no-gain phrase) neutral unless every shape "
-                "that moved beyond 2% moved one way, else improved/regressed; a step measured with nothing before "
-                "it: inconclusive; no figures: speculative words without a measurement -> proposed, a no-gain "
-                "phrase -> neutral, crash/hang/wrong-result/precision/bug words alone -> failed, then more "
-                "regression than improvement words -> regressed, improvement words -> improved, then the list's "
-                "own outcome (dead-end list: neutral), else inconclusive"),
-    ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a / b vs c / d`, `a (before: b)`, `A "
-                "... improvement over the B` (B not a library), ratios (`34% faster`, `1.37x`, `doubles`) only "
-                "without absolute figures; tables: a before and an after column, two configuration columns with a "
-                "Diff column (its sign says which is new), a baseline table joined by key; a step's own "
-                "measurement (a state: its results-table row, its ⚡ line, the one figure its text reports that "
-                "names no reference such as cuBLAS, peak or 'up to') is paired with the step before it in the "
-                "same metric and number of shapes, or with the table's Baseline row, or starts a chain when its "
-                "text calls it the baseline/reference"),
-    ("figure", "the deciding figure, first in figures: a total / overall / end-to-end row, else a figure the "
-               "document's lead or summary headlines, else the record's one figure of its most common metric "
-               "(absolute before ratios), else the median over shapes (median of befores, median of afters; a "
-               "shape whose unit changes along the progression is left out)"),
-    ("metric", "from the unit: us/ms/ns/s/cycles latency (lower is better); GFLOP/s, TFLOP/s, tokens/s "
-               "throughput, GB/s bandwidth, % of peak/SOL/target percent-of-peak, % of cuBLAS/torch "
-               "percent-of-reference, x speedup (higher is better); else other (no direction). A results table's "
-               "deciding column: an absolute measure before a ratio, the metric the document's prose quotes most"),
-    ("scope", "gpu, dtype, shape: the first mention in the record's text, then in each heading up its path, "
-              "else the one the document names most"),
+    ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
+             "Round 2, v4, Step 1, 优化技巧1; or one identifier: reduce3, kernel_3) shared by a sibling with another "
+             "number, where one of them measures something; its Problem / Solution / Results subsections (and "
+             "titles repeated under sibling steps) are parts of it"),
+    ("unit", "list items naming numbered steps, two or more of one kind (`- Level 03 (11 TFLOPs): shared memory`)"),
+    ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
+             "512 tokens/s`): from the prose that introduces it (and code shown under a sentence ending in ':') "
+             "to the measurement, plus one paragraph of comment; headings and `---` bound it"),
+    ("unit", "three or more sibling sections that each report one measurement in one metric, no results table among "
+             "them (a tutorial without step numbers), and their own subsections"),
+    ("unit", "a results-table row: new in a step's own table, that step's measurement; a section whose own table "
+             "adds one named row, that row's step; two or more new rows naming steps, in a section that is not an "
+             "attempt by itself, a step each (a row named Baseline / reference is their baseline, not a step)"),
+    ("unit", "a section split into steps (rows, items, measurement lines) is no record itself"),
+    ("unit", "a section with a `**Verdict:**` line (a written record)"),
+    ("unit", "a section scoring >= 3 (attempt word in its heading +2, labelled field +1 each, a before -> after "
+             "figure with a direction +3, a verdict word +1), or a child of an Optimizations / Attempts heading"),
+    ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
+             "targets / opportunities); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
+             "issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` line"),
+    ("unit", "items under a Tried and dropped / dead ends heading, or introduced by 'things I tried that did not "
+             "work:'"),
+    ("unit", "items under a Bugs / issues found / what went wrong heading: the bug, or (Fixed ..., the fix) its fix; "
+             "a 'Bug:' / 'found a bug' paragraph in a progression"),
+    ("unit", "a paragraph opening with 'Tried' / 'I tried' (with the paragraphs after it that only say how it went); "
+             "in a progression, a dead-end paragraph (an attempt verb and 'did not help', 'performs worse', "
+             "'negate the benefits') and a paragraph proposing further work ('in the future', 'it would make "
+             "sense to')"),
+    ("unit", "a document that pitches one change (Contestant / Proposal / Pitch / RFC title) and measures none: one "
+             "record for the whole document"),
+    ("unit", "never by score: sections on references, appendix, setup, background, summary, rules, design, "
+             "how-to, profiles, evidence and the like, nor anything under them; the document's title colours "
+             "nothing under it"),
+    ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a / b vs c / d`, `a (before: b)`, `A ... "
+                "improvement over the B` (B a previous version, not a library); a unitless pair borrows a time unit "
+                "written near it unless a noun follows it (`909 SASS instructions`); a pair whose sentence names "
+                "cuBLAS, torch or the reference kernel before it is that library's figure"),
+    ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`: before 1, after the "
+                "ratio, unit x) only where no absolute figure compares, and not when the sentence compares with a "
+                "library"),
+    ("figures", "a number with a performance unit outside any pair is a state (what this version measures) unless "
+                "its clause names a reference: cuBLAS, torch, peak, theoretical, SOL, 'up to', an estimate, a "
+                "budget"),
+    ("figures", "tables: a before and an after column (per row, per `·` value); two configuration columns and a Diff "
+                "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
+                "Baseline table joined by key"),
+    ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
+                "with its table's Baseline row; a step introduced as the baseline / reference starts a chain; a "
+                "measurement equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating "
+                "the previous step's figure is not this step's"),
+    ("figures", "a results table's deciding column: an absolute measure before a ratio, then the metric the "
+                "document's prose quotes most; a summary row joins a step by name (Kernel 4, kernel_4, kernel4, a "
+                "function the step defines, `4: ...` for step 4) where the step's text gives no figure or a ratio"),
+    ("figure", "the deciding figure, first in figures: a Total / overall / end-to-end row; else a figure the "
+               "document's lead or summary headlines (same before and after) or measured at the size its lead "
+               "names; else the record's one figure of its most common metric (absolute before ratios); else the "
+               "median over shapes (median of befores, median of afters: `median of N shapes`), leaving out a "
+               "shape whose unit changes along the progression"),
+    ("metric", "from the unit: us, ms, ns, s, cycles latency (lower is better); GFLOP/s, TFLOP/s, tokens/s, "
+               "TPS/user throughput; GB/s, TB/s bandwidth; % of peak / SOL / target percent-of-peak; % of cuBLAS "
+               "/ torch percent-of-reference; x speedup (higher is better); else other (no direction). Column "
+               "headings name units too: Time (ms), 带宽(GB/s), Speedup, 加速比"),
+    ("verdict", "a `**Verdict:**` line; proposed for future-work items, TODO lines and pitch documents; failed for "
+                "a bug"),
+    ("verdict", "the deciding figure by its direction: a change under 2% (3% with a no-gain phrase) is neutral, "
+                "unless every shape that moved beyond 2% moved one way; else improved / regressed"),
+    ("verdict", "a step measured with nothing before it: inconclusive"),
+    ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed); "
+                "in a dead-end list or a tried paragraph a no-gain phrase -> neutral, failure words -> failed; "
+                "a no-gain phrase -> neutral; crash / hang / wrong results / precision / bug / 'doesn't fit' words "
+                "alone -> failed; more regression than improvement words -> regressed; improvement words -> "
+                "improved; a dead-end list's item -> neutral; else inconclusive"),
+    ("scope", "gpu, dtype, shape: the deciding figure's size, else the first mention in the record's text, then in "
+              "each heading up its path, else the one the document names most (a GPU model before an "
+              "architecture; a dtype in code counts too; 3-d sizes before 2-d ones, which may be tiles)"),
+    ("title", "the heading, list item, row (with its table's text column) or introducing sentence; a heading written "
+              "as a sentence ('I Was Wrong. Here's Why.') gives way to an empty heading just above it, else its "
+              "parent, with the change"),
+    ("label", "a figure's label: the key of its `key: value` item, else the size its sentence names, else a short "
+              "name just before it; a generic one (Time, Throughput, shape 2) gives way to the scope's shape"),
     ("problem", "`**Problem:**` line; else mentions in the record's title, its text, its heading path, the document "
                 "title, then the document as a whole (a problem with 60% of its mentions); dual_gemm, group_gemm "
                 "and gemv before gemm; else none"),
@@ -86,9 +131,21 @@ RULES = [
                "after `Tried ...:`, else the first sentence of a child of an Optimizations heading"),
     ("lesson", "`Lesson(s) learned:` / `Learning:` / `The lesson:` / `Takeaway:` line, else `Fix:`; a document "
                "with one measured record lends it its lesson line"),
-    ("title", "the heading, list item, row or introducing sentence; a heading written as a sentence ('I Was Wrong. "
-              "Here's Why.') gives way to its parent heading and the change"),
 ]
+
+
+def rules_markdown() -> str:
+    """docs/attempts-rules.md, printed from RULES."""
+    out = ["# Attempt extraction rules", "",
+           "How `brain/attempts/extract.py` turns a worklog into attempt records, rule by rule, in the order the rules",
+           "apply (the first that applies wins). Printed from `RULES` in that file by `python",
+           "bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md`; tests/test_attempts.py keeps the",
+           "two equal.",
+           "`bench/retrieval/attempts_extraction.py` measures the rules against hand labels (the seven shipped",
+           "worklogs by default, `--set worklogs` for the public kernel worklogs).", "",
+           "| field | rule |", "| --- | --- |"]
+    out += [f"| {name} | {rule.replace('|', chr(92) + '|')} |" for name, rule in RULES]
+    return "\n".join(out) + "\n"
 
 
 @dataclass
@@ -134,10 +191,10 @@ class _Doc:
     secs: list
     title: str
     text: str
-    headlines: set
+    headlines: tuple  # (pairs the document leads with or sums up, problem sizes its lead names)
 
 
-def _headlines(lines: list[str], secs: list) -> set:
+def _headlines(lines: list[str], secs: list) -> tuple:
     """Before -> after pairs the document leads with (text before its first subheading) or sums up in a
     summary / conclusion / TL;DR section: a record holding one of them is deciding by it."""
     spans = []
@@ -146,8 +203,11 @@ def _headlines(lines: list[str], secs: list) -> set:
     for s in secs[1:]:
         if re.search(r"summary|conclusion|tl;?dr|总结", s.title, re.I):
             spans.append((s.body_start, s.last))
-    return {(f.before, f.after) for a, b in spans for f in text_figures(lines, a, b, states=False)
-            if f.kind == "pair"}
+    pairs = {(f.before, f.after) for a, b in spans for f in text_figures(lines, a, b, states=False)
+             if f.kind == "pair"}
+    lead = "\n".join(lines[spans[0][0]:spans[0][1] + 1])
+    shapes = {_squash(m.group(1)) for rx in F.SHAPES for m in rx.finditer(T.prose(lead))}
+    return pairs, shapes
 
 
 def extract(text: str, source: str, corpus: str = "") -> list[Record]:
@@ -189,7 +249,7 @@ def _step_figures(st) -> list[Fig]:
             f = Fig(a.label, b.after, a.after, a.unit, a.metric, a.better, a.line, "pair", a.shape,
                     a.mixed)
             figs.append(f)
-    return figs
+    return figs or list(st.ratios)  # a ratio only where nothing absolute compares
 
 
 def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
@@ -210,7 +270,7 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
     figs = [f for f in figs if f.before is not None]
     absolute = [f for f in figs if f.kind != "ratio"]
     figs = dedupe(absolute or figs)
-    dec, group = (figs[0], figs[:1]) if explicit and figs else deciding(figs, doc.headlines)
+    dec, group = (figs[0], figs[:1]) if explicit and figs else deciding(figs, *doc.headlines)
     prose = T.prose(body)
     verdict = labelled.get("verdict", "").lower()
     if verdict not in VERDICTS:
@@ -246,6 +306,8 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
     techniques = ([t.strip() for t in labelled["techniques"].split(",") if t.strip() not in ("", "none", "-")]
                   if "techniques" in labelled else F.techniques(u.title, hypothesis, change, fallback=body))
     scope = _scope(doc, u, body)
+    if dec is not None and any(rx.fullmatch(dec.label.strip()) for rx in F.SHAPES):
+        scope["shape"] = dec.label.strip()  # the size the deciding figure was measured at
     if dec is not None and GENERIC_LABEL.match(dec.label) and scope.get("shape"):
         dec.label = scope["shape"]  # a figure the text gives without its size: the size the text works at
         out[0] = dec.as_dict()
@@ -283,4 +345,4 @@ def _scope(doc: _Doc, u: find.Unit, body: str) -> dict:
 
 
 __all__ = ["EXTRACTOR_VERSION", "PROBLEMS", "RULES", "Record", "SUFFIXES", "VERDICTS", "TOTAL", "extract",
-           "normalize_unit", "record_id"]
+           "normalize_unit", "record_id", "rules_markdown"]

@@ -12,7 +12,8 @@ from brain.attempts import progressions as P
 from brain.attempts import segments as S
 from brain.attempts import text as T
 from brain.attempts.fields import FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact
-from brain.attempts.figures import table_figures, text_figures
+from brain.attempts.figures import text_figures
+from brain.attempts.tables import table_figures
 
 _I = re.I
 EXCLUDED = re.compile(r"\b(rules?|references?|appendix|tags|how to|profile|specifications?|targets?|questions?|"
@@ -110,10 +111,10 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
             names |= {f"{nm[0]}{nm[1]}{nm[2]}", f"#{nm[1]}"}
         state = [f for f in figs if f.before is None and f.kind == "state"][:1]
         pairs = [f for f in figs if f.before is not None and f.kind != "ratio"]
-        if not pairs and not state:  # "This doubles the performance": a ratio only where nothing absolute is
-            pairs = [f for f in figs if f.kind == "ratio"][:1]
         st = P.Step("section", s.title, s.start, end, k, names, state, pairs,
                     bool(re.search(r"\b(baseline|reference)\b", s.title, _I)))
+        st.ratios = [f for f in figs if f.kind == "ratio"][:1]  # "This doubles the performance"
+        st.group = (s.parent, nm[0]) if k in numbered and nm else None
         steps.append(st)
     # a section that reads as one attempt by itself keeps its table's rows as its figures
     # (a "Results" / "Benchmarks" heading names where the steps' figures are, not one attempt)
@@ -122,6 +123,11 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
                          lines, s) < 3}
     steps += P.table_steps(lines, secs, steps, doc_metrics(lines), usable)
     steps = P.chain(steps)
+    # numbered headings are a progression only where one of them measures something (not "Step 1: install")
+    measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}
+    steps = [st for st in steps if st.kind != "section" or st.group is None or st.group in measured]
+    dropped = numbered - {st.section for st in steps}
+    parts -= {c for k in dropped for c in secs[k].children}
     # a section split into steps (rows, items, measurements in its text) is no record itself
     steps = [st for st in steps if st.kind != "section" or not any(
         o is not st and o.kind != "section" and st.start <= o.start and o.end <= max(st.end, secs[st.section].last)

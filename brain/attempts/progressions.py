@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, cell_number, cell_unit, make, text_figures
+from brain.attempts.figures import Fig, make, text_figures
+from brain.attempts.tables import cell_number, cell_unit
 from brain.attempts.units import UNIT, header_metric, header_unit
 
 _I = re.I
@@ -43,6 +44,8 @@ class Step:
     baseline: bool = False  # the text names it as the reference: it starts a chain
     before: list | None = None  # the state it is compared against (set by chain())
     table: int = -1  # row steps: the table's header line (rows of one table share its baseline row)
+    ratios: list = field(default_factory=list)  # "2.2x faster": used where nothing absolute compares
+    group: tuple | None = None  # numbered headings: (parent, step word)
 
 
 def step_name(title: str) -> tuple[str, int, str] | None:
