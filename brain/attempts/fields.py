@@ -23,7 +23,8 @@ IMPROVED = re.compile(r"\bfaster\b|improv|speed-?up|\bgained\b|\bsaves?\b|benefi
 FAILED = re.compile(r"crash|illegal (memory access|instruction)|\bhang|\bhung\b|deadlock|wrong results?|garbage|"
                     r"does not contain|unsupported|\babort|\bfailed\b|sigabrt|\brefus|\breject|race cond|"
                     r"precision (issues?|errors?|problems?)|(too )?poor precision|does(?:n't| not) fit|\bnan\b|"
-                    r"does(?:n't| not) compile|\bbug\b|could(?: not|n't) get|did(?: not|n't) manage", _I)
+                    r"does(?:n't| not) compile|\bbug\b|could(?: not|n't) get|did(?: not|n't) manage|accuracy (?:collapse|"
+                    r"drop|degradation|loss)|gibberish|garbage output|incorrect (?:output|results?)|mismatch(?:es)?\b", _I)
 SPECULATIVE = re.compile(r"\b(might|would|could|likely|expected|estimated?|probability|proposal|propose[sd]?|"
                          r"pitch|not (yet )?(tried|implemented))\b", _I)
 MEASURED = re.compile(r"\bmeasured\b|\bresults?\b|went from|took the", _I)

@@ -52,6 +52,9 @@ COUNTED = re.compile(r"\s*(?:[A-Z]{3,5}\s+)?(instructions?|registers?|regs?|byte
                      r"kernels?|tiles?|iterations?|waves?|bits?|sms?\b|wavefronts?|loads?|stores?)\b", _I)
 SHAPE = re.compile(r"\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?|(?<![\w.])\d{3,5}\s*[x×]\s*"
                    r"\d{3,5}(?:\s*[x×]\s*\d{1,5})?(?![\w.])|\b(?:batch(?:[ _]size)?|bs|seq(?:len|_len)?)\s*[=:]?\s*\d+", _I)
+PARAM = re.compile(r"\b(tiles?|tile[_ ]?[mnk]|block[_ ]?(size|[mnk])?|stages?|warps?|threads?|splits?|unroll|registers?|"
+                   r"clusters?|num_\w+|sizes?|width|depth|factor|chunks?|groups?|heads?|dims?|m|n|k|[A-Z_]{3,})[ _=]{0,3}"
+                   r"(?:(?:is|was|goes|went|changed|increased|decreased|raised|lowered|set)\s+)?(?:from\s+)?$")
 VERBISH = re.compile(r"^(is|was|are|were|went|goes|go|reduces?|reduced|drops?|dropped|achieves?|achieved|gets?|got|"
                      r"takes?|took|runs?|ran|improves?|improved|from|to|now|becomes?|became|gives?|gave|brings?|"
                      r"brought|moves?|moved|rose|rises?|fell|falls?|but|and|with|by|than|of|in|at|on|the|a|we|it|"
@@ -155,6 +158,11 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
     def near_unit(m) -> str:
         """A unitless pair borrows the time unit of a figure near it (a list item of register counts must
         not borrow the µs of the next item)."""
+        right = time_near.search(text[m.end():m.end() + 20])
+        if right:
+            return canonical(right.group(1) or right.group(3))  # "from 3.75 to 3.10 (µs per k tile)"
+        if PARAM.search(text[max(0, m.start() - 40):m.start()]):
+            return ""  # "BLOCK_N from 64 to 128": a setting changed, not a time
         win = text[max(0, m.start() - 250):m.end() + 250]
         t = time_near.search(win)
         return canonical(t.group(1) or t.group(3)) if t else ""

@@ -285,7 +285,7 @@ def _mark_mixed(steps: list[Step]) -> None:
 
 def stated_siblings(lines: list[str], secs: list[T.Section], blocked: set[int]) -> set[int]:
     """Sibling sections that each report one measurement (a state or one before -> after pair), three or more of
-    them in one metric and no results table among them: a tutorial's progression without step numbers. Returns
+    them in one metric and unit, no results table among them: a tutorial's progression without step numbers. Returns
     the siblings from the first reporting one to the last (not the blocked ones: excluded, already steps)."""
     out: set[int] = set()
     for p in range(-1, len(secs)):
@@ -297,7 +297,7 @@ def stated_siblings(lines: list[str], secs: list[T.Section], blocked: set[int]) 
             s = secs[k]
             figs = [f for f in text_figures(lines, s.body_start, s.end) if f.kind != "ratio"]
             if len(figs) == 1:
-                stating.append((k, figs[0].metric))
+                stating.append((k, (figs[0].metric, figs[0].unit)))
         metrics = [m for _, m in stating]
         top = max(dict.fromkeys(metrics), key=metrics.count) if metrics else None
         members = [k for k, m in stating if m == top]
