@@ -92,7 +92,9 @@ RULES = [
                 "the previous step's figure is not this step's"),
     ("figures", "a results table's deciding column: an absolute measure before a ratio, then the metric the "
                 "document's prose quotes most; a summary row joins a step by name (Kernel 4, kernel_4, kernel4, a "
-                "function the step defines, `4: ...` for step 4) where the step's text gives no figure or a ratio"),
+                "function the step defines, `4: ...` for step 4, a row name the step's title holds) where the "
+                "step's text gives no figure or a ratio; a summary table is a progression too: the row above the "
+                "step's row (or the table's Baseline row) is its baseline"),
     ("figure", "the deciding figure, first in figures: a Total / overall / end-to-end row; else a figure the "
                "document's lead or summary headlines (same before and after) or measured at the size its lead "
                "names; else the record's one figure of its most common metric (absolute before ratios); else the "

@@ -46,6 +46,7 @@ class Step:
     table: int = -1  # row steps: the table's header line (rows of one table share its baseline row)
     ratios: list = field(default_factory=list)  # "2.2x faster": used where nothing absolute compares
     group: tuple | None = None  # numbered headings: (parent, step word)
+    table_before: list | None = None  # a joined summary row: the row above it
 
 
 def step_name(title: str) -> tuple[str, int, str] | None:
@@ -211,12 +212,27 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                     st.before = [fig(base)]
                 out.append(st)
             continue
-        for r in rows:
-            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None)
-            if st is not None and not st.state and all(f.kind == "ratio" for f in st.pairs):
-                # the summary row of a step whose text gives no figure, or a ratio only
-                st.state, st.pairs = [fig(r, "joined")], []
+        for n, r in enumerate(rows):
+            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None) or _by_title(r[2], steps)
+            if st is None or st.pairs or st.kind != "section":
+                continue
+            # a summary table is a progression too: the row above a step's row is its baseline (or the
+            # table's Baseline row, when it names one)
+            base = next((x for x in rows if BASE_ROW.search(x[1])), None)
+            above = [fig(base)] if base and base is not r else [fig(rows[n - 1])] if n else None
+            if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
+                st.state, st.table_before = [fig(r, "joined")], above
+            elif _close(st.state[0], fig(r)):
+                st.table_before = above
     return out
+
+
+def _by_title(key: str, steps: list[Step]) -> Step | None:
+    """`+ speculative decoding` joins `Step 3: Speculative decoding`: the one step section whose title holds it."""
+    if len(key) < 4:
+        return None
+    hits = [st for st in steps if st.kind == "section" and key in norm(st.title)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def chain(steps: list[Step]) -> list[Step]:
@@ -239,6 +255,8 @@ def chain(steps: list[Step]) -> list[Step]:
             continue
         if not st.state:
             continue
+        if st.before is None and st.table_before and _compatible(st.state, st.table_before):
+            st.before = st.table_before  # the summary table's order says what it was measured on top of
         if st.before is None and not st.baseline and prev and _compatible(st.state, prev):
             st.before = prev
         prev = st.state
