@@ -53,6 +53,8 @@ RULES = [
     ("unit", "a results-table row: new in a step's own table, that step's measurement; a section whose own table "
              "adds one named row, that row's step; two or more new rows naming steps, in a section that is not an "
              "attempt by itself, a step each (a row named Baseline / reference is their baseline, not a step)"),
+    ("unit", "the sibling section just before numbered steps that measures the starting point (baseline, "
+             "starting point, naive, eager, reference): the chain's first step"),
     ("unit", "a section split into steps (rows, items, measurement lines) is no record itself"),
     ("unit", "a section with a `**Verdict:**` line (a written record)"),
     ("unit", "a section scoring >= 3 (attempt word in its heading +2, labelled field +1 each, a before -> after "
@@ -113,7 +115,8 @@ RULES = [
                 "in a dead-end list or a tried paragraph a no-gain phrase -> neutral, failure words -> failed; "
                 "a no-gain phrase -> neutral; crash / hang / wrong results / precision / bug / 'doesn't fit' words "
                 "alone -> failed; more regression than improvement words -> regressed; improvement words -> "
-                "improved; a dead-end list's item -> neutral; else inconclusive"),
+                "improved; a dead-end list's item -> neutral; else inconclusive ('accuracy is unchanged' says "
+                "nothing of speed)"),
     ("scope", "gpu, dtype, shape: the deciding figure's size, else the first mention in the record's text, then in "
               "each heading up its path, else the one the document names most (a GPU model before an "
               "architecture; a dtype in code counts too; 3-d sizes before 2-d ones, which may be tiles)"),

@@ -25,6 +25,8 @@ FAILED = re.compile(r"crash|illegal (memory access|instruction)|\bhang|\bhung\b|
                     r"precision (issues?|errors?|problems?)|(too )?poor precision|does(?:n't| not) fit|\bnan\b|"
                     r"does(?:n't| not) compile|\bbug\b|could(?: not|n't) get|did(?: not|n't) manage|accuracy (?:collapse|"
                     r"drop|degradation|loss)|gibberish|garbage output|incorrect (?:output|results?)|mismatch(?:es)?\b", _I)
+QUALITY_SAME = re.compile(r"\b(accuracy|correctness|outputs?|results?|numerics|quality|perplexity)\s+(is|was|are|were|"
+                          r"stays?|stayed|remains?|remained)?\s*(unchanged|identical|the same|unaffected)", _I)
 SPECULATIVE = re.compile(r"\b(might|would|could|likely|expected|estimated?|probability|proposal|propose[sd]?|"
                          r"pitch|not (yet )?(tried|implemented))\b", _I)
 MEASURED = re.compile(r"\bmeasured\b|\bresults?\b|went from|took the", _I)
@@ -122,6 +124,7 @@ def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
     (`tried`: it was done, so not a proposal; `neutral`: an item of a no-gain list)."""
     if proposal:
         return "proposed"
+    text = QUALITY_SAME.sub(" ", text)  # "accuracy is unchanged" says nothing of speed
     if SPECULATIVE.search(text) and not MEASURED.search(text) and not hint:
         return "proposed"
     scrubbed = NEUTRAL.sub(" ", text)
