@@ -2,6 +2,7 @@
 words (when no figure decides it) and the scope (GPU, dtype, shape) the text states."""
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
@@ -171,6 +172,16 @@ DTYPE_NAMES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float32":
                "double": "fp64"}
 
 
+@functools.lru_cache(maxsize=256)
+def _most_named(rx: re.Pattern, doc_text: str, code_too: bool) -> str | None:
+    """What the document names most (its prose, else its code too): read once per document."""
+    for whole in (T.prose(doc_text), doc_text if code_too else ""):
+        found = Counter(m.group(1) for m in rx.finditer(whole))
+        if found:
+            return found.most_common(1)[0][0]
+    return None
+
+
 def scope(texts: list[str], doc_text: str) -> dict:
     """GPU, dtype and shape: the nearest mention (the record, then each heading up its path), else the one the
     document names most (a GPU model before an architecture name; a dtype found only in code counts too)."""
@@ -184,11 +195,7 @@ def scope(texts: list[str], doc_text: str) -> dict:
                     value = m.group(1)
                     break
             if value is None:
-                for whole in (T.prose(doc_text), doc_text if key == "dtype" else ""):
-                    found = Counter(m.group(1) for m in rx.finditer(whole))
-                    if found:
-                        value = found.most_common(1)[0][0]
-                        break
+                value = _most_named(rx, doc_text, key == "dtype")
             if value is not None:
                 break
         value = " ".join(value.strip("$ ,").split()) if value else None

@@ -9,6 +9,8 @@ reference (cuBLAS, torch, peak, SOL, "up to", an estimate).
 """
 from __future__ import annotations
 
+import copy
+import functools
 import re
 import statistics
 from dataclasses import dataclass
@@ -91,10 +93,10 @@ def make(label: str, before, after: float, unit: str, line: int = -1, kind: str 
 class _Lines:
     """A block's lines joined by spaces, with a way back from a character to its line."""
 
-    def __init__(self, lines: list[str], a: int, b: int):
+    def __init__(self, lines: list[str], a: int, b: int, offset: int = 0):
         self.starts, parts, pos = [], [], 0
         for k in range(a, b + 1):
-            self.starts.append((pos, k))
+            self.starts.append((pos, k + offset))
             s = lines[k].strip().replace("**", "")
             parts.append(s)
             pos += len(s) + 1
@@ -143,9 +145,14 @@ def text_figures(lines: list[str], start: int, end: int, states: bool = True) ->
         kind = T.block_kind(lines, a, b)
         if kind in ("code", "table"):
             continue
-        blk = _Lines(lines, a, b)
-        figs += _block_figures(blk, states)
+        figs += [copy.copy(f) for f in _cached(tuple(lines[a:b + 1]), a) if states or f.kind != "state"]
     return figs
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached(block: tuple, a: int) -> tuple:
+    """One block's figures (the same blocks are read for scoring, steps and records)."""
+    return tuple(_block_figures(_Lines(list(block), 0, len(block) - 1, a), True))
 
 
 def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
