@@ -16,7 +16,8 @@ FIELD_LABEL = re.compile(r"^\W*\**\s*(hypothesis|expected[\w ]{0,20}|estimate[\w
                          r"verdict|problem|techniques|result|supersedes)\s*\**\s*:\s*\**\s*(?P<value>.*)$", _I)
 NEUTRAL = re.compile(r"no gain|no effect|within noise|no better|not worth|identical (times|performance)|"
                      r"\bunchanged\b|no improvement|no difference|no change|no diff\b|±\s?\d|within \d+(\.\d+)?\s?%|"
-                     r"did(?: not|n't) (?:help|improve|yield (?:a |any )?(?:performance |significant )?(?:improvement|gain|speed-?up))|no (?:performance )?(?:speed-?up|benefit)|\bpointless\b|"
+                     r"did(?: not|n't) (?:help|improve|yield (?:a |any )?(?:performance |significant )?"
+                     r"(?:improvement|gain|speed-?up))|no (?:performance )?(?:speed-?up|benefit)|\bpointless\b|"
                      r"same speed|not beneficial|negates? the benefits?", _I)
 REGRESSED = re.compile(r"regress|\bslower\b|\bworse\b|\bhurts?\b|\bslowdown\b|performs? worse", _I)
 IMPROVED = re.compile(r"\bfaster\b|improv|speed-?up|\bgained\b|\bsaves?\b|benefits? (?:the )?performance|"

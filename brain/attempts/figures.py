@@ -36,7 +36,8 @@ OVER = re.compile(r"\b(?:improvement|speed-?up|gain|faster|better|increase|boost
 RATIO_PCT = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*%\s*(?:(faster|speed-?up|speed increase|improvement|"
                        r"performance (?:increase|improvement|gain)|gain|better|higher throughput)|(slower|worse|"
                        r"regression|performance (?:drop|loss)))", _I)
-RATIO_X = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*[x×]\s*(?:(faster|speed-?up|improvement|better|higher)|(slower|worse))"
+RATIO_X = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*[x×]\s*(?:(faster|speed-?up|improvement|better|higher)|"
+                     r"(slower|worse))"
                      r"|speed-?up of (\d+(?:\.\d+)?)\s*[x×]", _I)
 RATIO_WORD = re.compile(r"\b(doubles|doubled|doubling|triples|tripled|halves|halved)\b(?: the| its)? "
                         r"(performance|throughput|speed|time|latency|runtime|flops|bandwidth)", _I)

@@ -17,7 +17,8 @@ from brain.attempts.tables import table_figures
 
 _I = re.I
 EXCLUDED = re.compile(r"\b(rules?|references?|appendix|tags|how to|profile|specifications?|targets?|questions?|"
-                      r"running|methodology|(?<!access )(?<!memory )patterns?|constraints?|design|overview|final table|what bounds|"
+                      r"running|methodology|(?<!access )(?<!memory )patterns?|constraints?|design|overview|"
+                      r"final table|what bounds|"
                       r"testing strategy|risks?|closing|final verdict|contents|gap analysis|key takeaways?|"
                       r"takeaways|implementation|key discovery|hardware|theoretical|theory|background|"
                       r"conclusions?|summary|disclaimers?|acknowledg\w*|license|introduction|prerequisites|"

@@ -32,7 +32,8 @@ TRIED = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?\**\s*(?:(?:i|we) (?:also |then
 DEAD_END = re.compile(r"did(?: not|n't) (?:help|work|improve|yield|pay off|change)|do(?:es)?(?: not|n't) (?:work|help)|"
                       r"no (?:performance )?(?:gain|improvement|speed-?up|benefit)|not worth|negates? the benefits?|"
                       r"performs? worse|made (?:it|things) worse|(?:is|was|were|much) slower|gave no|too poor", _I)
-BUG = re.compile(r"^\W*(?:bug|issue)\W*:|\b(?:found|hit|discovered|noticed) (?:a|an|another|the) (?:subtle )?(?:bug|race)\b", _I)
+BUG = re.compile(r"^\W*(?:bug|issue)\W*:|\b(?:found|hit|discovered|noticed) (?:a|an|another|the) (?:subtle )?"
+                 r"(?:bug|race)\b", _I)
 FIX = re.compile(r"^\W*(?:fix(?:ed)?|the fix|solved|resolved|workaround)\b|\bfixed (?:by|with|it|this)\b|"
                  r"\bfix(?:ed)? (?:is|was) to\b", _I)
 OUTCOME = re.compile(DEAD_END.pattern + r"|did(?: not|n't) (?:manage|improve)|hard to get right|no (?:performance )?"
@@ -43,7 +44,8 @@ PROPOSAL = re.compile(r"\b(next steps?|in the future|future work|left for (?:fut
                       r"another improvement|could be (?:further )?improved|it would make sense to|worth (?:trying|a try)|"
                       r"we plan to|i would (?:like to )?(?:try|add|use|remove)|one could (?:also )?(?:choose|try|use|"
                       r"borrow)|one might also|encourage (?:interested )?readers|remains? to be (?:tried|done))\b", _I)
-INTRO_FUTURE = re.compile(r"(next steps?|future work|\btodo\b|\bto-do\b|to improve (?:on )?(?:this|it|further)|(?:i|we) would\b|"
+INTRO_FUTURE = re.compile(r"(next steps?|future work|\btodo\b|\bto-do\b|to improve (?:on )?(?:this|it|further)|"
+                          r"(?:i|we) would\b|"
                           r"what(?:'s| is) next|open questions|lingering issues|remaining (?:issues|questions|work)|"
                           r"ideas? for|could (?:still )?be improved|further (?:improvements?|optimi[sz]ations?|work)|"
                           r"left to try|not yet (?:tried|implemented))[^.!?]*:\s*$", _I)
