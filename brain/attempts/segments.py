@@ -149,10 +149,12 @@ def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool
 
 
 def _listed(lines: list[str], rest: list[tuple[int, int]], kind: str, hint: str) -> list[Span]:
-    """The items a sentence ending in ':' introduces: a list's items, the lines of a hard-broken paragraph, or
-    the paragraphs (with the code under each) up to the end of the region."""
+    """The items a sentence ending in ':' introduces: a list's items, a table's rows, the lines of a hard-broken
+    paragraph, or the paragraphs (with the code under each) up to the end of the region."""
     x, y = rest[0]
-    listed = T.items(lines, x, y)
+    if lines[x].lstrip().startswith("|"):  # a pipe table: one item per row
+        return [Span(kind, line, line, T.clean(c[0])[:90], verdict_hint=hint)
+                for t in T.tables(lines, x, y) for line, c in t.rows]
     if T.LIST_ITEM.match(lines[x]):
         # a list may run over several blocks (items separated by blank lines)
         z = y
