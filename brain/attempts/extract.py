@@ -55,7 +55,8 @@ RULES = [
              "attempt by itself, a step each (a row named Baseline / reference is their baseline, not a step)"),
     ("unit", "the sibling section just before numbered steps that measures the starting point (baseline, "
              "starting point, naive, eager, reference): the chain's first step"),
-    ("unit", "a section split into steps (rows, items, measurement lines) is no record itself"),
+    ("unit", "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
+             "ends before the next steps / dead ends / bugs listed after its measurement"),
     ("unit", "a section with a `**Verdict:**` line (a written record)"),
     ("unit", "a section scoring >= 3 (attempt word in its heading +2, labelled field +1 each, a before -> after "
              "figure with a direction +3, a verdict word +1), or a child of an Optimizations / Attempts heading"),

@@ -138,8 +138,17 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     holding = {st.section for st in steps if st.kind != "section"}
     step_secs = {st.section for st in steps if st.kind == "section"}
     for st in steps:
-        out.append(Unit("step", st.title or secs[st.section].title, secs[st.section].path, st.start, st.end,
-                        step=st, sec=st.section))
+        u = Unit("step", st.title or secs[st.section].title, secs[st.section].path, st.start, st.end,
+                 step=st, sec=st.section)
+        if st.kind == "section":  # next steps or dead ends after its measurement are records of their own
+            last = max([f.line for f in st.state + st.pairs + st.ratios] + [st.start])
+            tail = [min(sp.start, sp.head) if sp.head >= 0 else sp.start
+                    for k in range(st.section, len(secs)) if secs[k].start <= st.end
+                    for sp in spans_of.get(k, []) if sp.kind in ("proposal", "dead-end", "bug") and sp.start > last]
+            if tail:
+                u.end = max(st.start, min(tail) - 1)
+                u.cite_end = -2  # cut: not to be extended again
+        out.append(u)
     for k, s in enumerate(secs):
         if k == 0 and not s.title:
             out += _span_units(spans_of.get(k, []), s, k)
@@ -242,7 +251,7 @@ def _extend_sections(units: list[Unit], secs: list[T.Section]) -> None:
     first one that is a record of its own (smaller records inside it keep their own, narrower citations)."""
     heads = {u.start for u in units if u.kind in ("section", "explicit", "step")}
     for u in units:
-        if u.kind not in ("section", "step") or (u.step and u.step.kind != "section"):
+        if u.kind not in ("section", "step") or (u.step and u.step.kind != "section") or u.cite_end == -2:
             continue
         for d in secs[u.sec + 1:]:
             if d.level <= secs[u.sec].level or d.start in heads:

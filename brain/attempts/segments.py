@@ -63,6 +63,7 @@ class Span:
     state: list[Fig] = field(default_factory=list)
     baseline: bool = False
     verdict_hint: str = ""  # the outcome a list introduction gives its items
+    head: int = -1  # the line of the sentence that introduces a listed item
 
 
 def mline(line: str) -> tuple[float, str] | None:
@@ -123,6 +124,8 @@ def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool
         if intro and n + 1 < len(paras):
             hint = "proposed" if INTRO_FUTURE.search(last) and not INTRO_DROPPED.search(last) else "neutral"
             listed = _listed(lines, paras[n + 1:], "proposal" if hint == "proposed" else "dead-end", hint)
+            for sp in listed:
+                sp.head = x
             out += listed
             skip_until = max([s.end for s in listed], default=skip_until)
             continue
