@@ -46,8 +46,9 @@ RULES = [
              "titles repeated under sibling steps) are parts of it"),
     ("unit", "list items naming numbered steps, two or more of one kind (`- Level 03 (11 TFLOPs): shared memory`)"),
     ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
-             "512 tokens/s`): from the prose that introduces it (and code shown under a sentence ending in ':') "
-             "to the measurement, plus one paragraph of comment; headings and `---` bound it"),
+             "512 tokens/s`): from where the previous step ended (after one paragraph of comment on it) to the "
+             "measurement, plus one paragraph of comment (not one that introduces the next measurement); "
+             "headings, `---` and units of their own bound it"),
     ("unit", "three or more sibling sections that each report one measurement in one metric, no results table among "
              "them (a tutorial without step numbers), and their own subsections"),
     ("unit", "a results-table row: new in a step's own table, that step's measurement; a section whose own table "
@@ -314,7 +315,7 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
     scope = _scope(doc, u, body)
     if dec is not None and any(rx.fullmatch(dec.label.strip()) for rx in F.SHAPES):
         scope["shape"] = dec.label.strip()  # the size the deciding figure was measured at
-    if dec is not None and GENERIC_LABEL.match(dec.label) and scope.get("shape"):
+    if dec is not None and not explicit and GENERIC_LABEL.match(dec.label) and scope.get("shape"):
         dec.label = scope["shape"]  # a figure the text gives without its size: the size the text works at
         out[0] = dec.as_dict()
     r = Record(title=_title(doc, u, change, source), source=source, corpus=corpus, start_line=u.start + 1,

@@ -2,9 +2,9 @@
 closes, paragraphs that are attempts of their own ("I tried ...", "... did not help"), and lists introduced by
 a sentence ("here are the things I tried that did not work:", "In order to improve on this, I would:").
 
-A step in running text runs from its introduction (the prose just before its measurement, and before that any
-code it shows with the sentence ending in ':' that introduces the code) to the measurement, plus one paragraph of
-comment after it. Headings and thematic breaks (`---`) bound every step.
+A step in running text runs from where the previous one ended (after one paragraph of comment on it) to its
+measurement, plus one paragraph of comment after it. Headings, thematic breaks (`---`) and units of their own
+("I tried ...", next steps) bound every step.
 """
 from __future__ import annotations
 
@@ -36,11 +36,13 @@ BUG = re.compile(r"^\W*(?:bug|issue)\W*:|\b(?:found|hit|discovered|noticed) (?:a
                  r"(?:bug|race)\b", _I)
 FIX = re.compile(r"^\W*(?:fix(?:ed)?|the fix|solved|resolved|workaround)\b|\bfixed (?:by|with|it|this)\b|"
                  r"\bfix(?:ed)? (?:is|was) to\b", _I)
+CONNECTIVE = re.compile(r"^\W*(however|but|this|that|it|so|therefore|thus|also|unfortunately|still|though|"
+                        r"although)\b", _I)
 OUTCOME = re.compile(DEAD_END.pattern + r"|did(?: not|n't) (?:manage|improve)|hard to get right|no (?:performance )?"
                      r"improvement|\bslower\b|\bfaster\b|\bcrash|\bfailed\b", _I)
 ATTEMPT_VERB = re.compile(r"\b(tried|try|trying|consider|considered|attempt|experiment|instead|would be to|"
                           r"the usual way|we (?:also )?(?:use|used|add|added|switch|switched))\b", _I)
-PROPOSAL = re.compile(r"\b(next steps?|in the future|future work|left for (?:future|later)|not the end of|"
+PROPOSAL = re.compile(r"\b(next steps\b|as (?:a|the) next step|in the future|future work|left for (?:future|later)|not the end of|"
                       r"another improvement|could be (?:further )?improved|it would make sense to|worth (?:trying|a try)|"
                       r"we plan to|i would (?:like to )?(?:try|add|use|remove)|one could (?:also )?(?:choose|try|use|"
                       r"borrow)|one might also|encourage (?:interested )?readers|remains? to be (?:tried|done))\b", _I)
@@ -148,6 +150,13 @@ def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool
             out.append(Span("dead-end", x, y, _title(text), verdict_hint="neutral"))
         elif progression and PROPOSAL.search(text) and not re.search(r"\d\s*(µs|μs|us|ms|ns)\b", text):
             out.append(Span("proposal", x, y, _title(text)))
+        else:
+            continue
+        # a paragraph written one per line goes on in the next line when that one opens with a connective
+        for a, b in paras[n + 1:]:
+            if a != out[-1].end + 1 or not CONNECTIVE.match(lines[a]) or any(mline(lines[i]) for i in range(a, b + 1)):
+                break
+            out[-1].end = skip_until = b
     return out
 
 
@@ -237,8 +246,9 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
         after = [p for p in paras if p[0] > m1 and (nxt is None or p[1] < nxt[0])]
         if after:
             x, y = after[0]
-            if (T.block_kind(lines, x, y) == "prose" and not lines[y].rstrip().endswith(":")
-                    and not T.LIST_ITEM.match(lines[x])
+            shows = lines[y].rstrip().endswith(":") and len(after) > 1 and (
+                T.block_kind(lines, *after[1]) == "code" or mline(lines[after[1][0]]))  # introduces code or a figure
+            if (T.block_kind(lines, x, y) == "prose" and not shows and not T.LIST_ITEM.match(lines[x])
                     and not any(s <= x <= e for s, e in taken) and (len(after) > 1 or nxt is None)):
                 span.end = y
         out.append(span)
@@ -247,30 +257,14 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
 
 
 def _intro(lines: list[str], paras: list[tuple[int, int]], n: int, m0: int, floor: int, taken: list) -> int:
+    """Where the step a measurement closes begins: everything since the last step (its one paragraph of comment
+    aside), the last own unit or the region's start."""
     x, _ = paras[n]
-    if x < m0:
-        start = x  # the measurement's own paragraph opens with its introduction
-        k = n - 1
-    else:
-        start = m0
-        k = n - 1
-        while k >= 0 and paras[k][0] >= floor and T.block_kind(lines, *paras[k]) in ("code", "image"):
-            k -= 1
-        if k >= 0 and paras[k][0] >= floor and T.block_kind(lines, *paras[k]) == "prose" \
-                and not any(s <= paras[k][0] <= e for s, e in taken):
-            start = paras[k][0]
-            k -= 1
-    # before that: code shown with the sentence that introduces it (ending in ':')
-    while k >= 0 and paras[k][0] >= floor:
-        j = k
-        while j >= 0 and paras[j][0] >= floor and T.block_kind(lines, *paras[j]) in ("code", "image"):
-            j -= 1
-        if j >= 0 and paras[j][0] >= floor and T.block_kind(lines, *paras[j]) == "prose" \
-                and lines[paras[j][1]].rstrip().endswith(":") and not any(s <= paras[j][0] <= e for s, e in taken):
-            start = paras[j][0]
-            k = j - 1
-        else:
-            break
+    start = min(x, m0)
+    k = n - 1
+    while k >= 0 and paras[k][0] >= floor and not any(s <= paras[k][0] <= e for s, e in taken):
+        start = paras[k][0]
+        k -= 1
     return start
 
 
