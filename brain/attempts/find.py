@@ -140,8 +140,9 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     for st in steps:
         u = Unit("step", st.title or secs[st.section].title, secs[st.section].path, st.start, st.end,
                  step=st, sec=st.section)
-        if st.kind == "section":  # next steps or dead ends after its measurement are records of their own
-            last = max([f.line for f in st.state + st.pairs + st.ratios] + [st.start])
+        measured_at = [f.line for f in st.state + st.pairs + st.ratios]
+        if st.kind == "section" and measured_at:  # next steps or dead ends after its measurement: their own
+            last = max(measured_at)
             tail = [min(sp.start, sp.head) if sp.head >= 0 else sp.start
                     for k in range(st.section, len(secs)) if secs[k].start <= st.end
                     for sp in spans_of.get(k, []) if sp.kind in ("proposal", "dead-end", "bug") and sp.start > last]
