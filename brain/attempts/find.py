@@ -65,14 +65,15 @@ def flag(secs: list[T.Section]) -> None:
     top = [s for s in secs[1:] if s.parent < 0]
     title = top[0] if len(top) == 1 else None  # the document's title ("How to optimize ...") colours nothing
     for s in secs[1:]:
-        parent = secs[s.parent] if s.parent >= 0 and secs[s.parent] is not title else None
+        up = secs[s.parent] if s.parent >= 0 else None
+        parent = up if up is not title else None  # exclusions and future work are not inherited from the title
         own_future = bool(FUTURE.search(s.title))
         s.future = own_future or bool(parent and parent.future)
         # an attempt word in a heading's own title overrides an exclusion inherited from its parent
         inherited = bool(parent and parent.excluded) and not STRONG_HEAD.search(s.title)
         s.excluded = not own_future and (bool(EXCLUDED.search(s.title)) or inherited)
         s.under_excluded = inherited
-        s.parent_attempts = bool(parent and PARENT.search(parent.title) and not parent.future)
+        s.parent_attempts = bool(up and PARENT.search(up.title) and not up.future)
 
 
 def doc_metrics(lines: list[str]) -> Counter:
