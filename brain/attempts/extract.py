@@ -48,7 +48,8 @@ RULES = [
     ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
              "512 tokens/s`): from where the previous step ended (after one paragraph of comment on it) to the "
              "measurement, plus one paragraph of comment (not one that introduces the next measurement); "
-             "headings, `---` and units of their own bound it"),
+             "headings, `---` and units of their own bound it; a section's one measured step starts at its "
+             "heading and takes its title; `Before: 1.2 ms` / `After: 0.9 ms` lines are one pair"),
     ("unit", "three or more sibling sections that each report one measurement in one metric, no results table among "
              "them (a tutorial without step numbers), and their own subsections"),
     ("unit", "a results-table row: new in a step's own table, that step's measurement; a section whose own table "

@@ -93,9 +93,12 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
             continue
         holds = any(S.mline(lines[i]) for i in range(s.body_start, s.end + 1))
         spans_of[k] = S.spans(lines, s.body_start, s.end, holds or k in numbered or s.parent in steps_parents)
-        for sp in spans_of[k]:
-            if sp.kind == "block":
-                steps.append(P.Step("block", sp.title, sp.start, sp.end, k, set(), sp.state, [], sp.baseline))
+        blocks = [sp for sp in spans_of[k] if sp.kind == "block"]
+        for sp in blocks:
+            st = P.Step("block", sp.title, sp.start, sp.end, k, set(), sp.state, sp.pairs, sp.baseline)
+            if len(blocks) == 1 and k and not any(lines[i].strip() for i in range(s.body_start, sp.start)):
+                st.start, st.title = s.start, s.title  # the section's one measured step: the section names it
+            steps.append(st)
         if not s.excluded or k in numbered:
             steps += P.item_steps(lines, s, k)
     holding = {st.section for st in steps}

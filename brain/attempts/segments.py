@@ -66,6 +66,7 @@ class Span:
     baseline: bool = False
     verdict_hint: str = ""  # the outcome a list introduction gives its items
     head: int = -1  # the line of the sentence that introduces a listed item
+    pairs: list[Fig] = field(default_factory=list)  # "Before: 1.2 ms" / "After: 0.9 ms" lines
 
 
 def mline(line: str) -> tuple[float, str] | None:
@@ -241,6 +242,12 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
             or bool(re.match(r"^\W*(baseline|reference)\W*\s*[:=]", lines[m0], _I))
         key = re.match(r"^\W*([A-Za-z][\w ]{0,30}?)\s*[:=]", lines[m0])
         span = Span("block", start, m1, _step_title(lines, start, m0) or (key.group(1) if key else ""), state, base)
+        if m1 == m0 + 1 and re.match(r"^\W*(before|baseline|old)\W", lines[m0], _I) \
+                and re.match(r"^\W*(after|now|new|optimi[sz]ed)\W", lines[m1], _I) and state[0].unit == state[1].unit:
+            # "Before: 1.2 ms" / "After: 0.9 ms": one pair, not two shapes
+            b, a = state
+            span.pairs = [Fig("", b.after, a.after, a.unit, a.metric, a.better, a.line, "pair")]
+            span.state, span.baseline = [Fig("", None, a.after, a.unit, a.metric, a.better, a.line, "state")], False
         # one paragraph of comment after the measurement, unless it introduces the next one or is a unit itself
         nxt = runs[r + 1] if r + 1 < len(runs) else None
         after = [p for p in paras if p[0] > m1 and (nxt is None or p[1] < nxt[0])]
