@@ -96,7 +96,8 @@ RULES = [
                 "measurement equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating "
                 "the previous step's figure is not this step's"),
     ("figures", "a results table's deciding column: an absolute measure before a ratio, then the metric the "
-                "document's prose quotes most; a summary row joins a step by name (Kernel 4, kernel_4, kernel4, a "
+                "document's prose quotes most (columns of the same metric and unit are shapes of it); a summary "
+                "row joins a step by name (Kernel 4, kernel_4, kernel4, a "
                 "function the step defines, `4: ...` for step 4, a row name the step's title holds) where the "
                 "step's text gives no figure or a ratio; a summary table is a progression too: the row above the "
                 "step's row (or the table's Baseline row) is its baseline"),

@@ -169,23 +169,37 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
             continue
-        unit = header_unit(t.header[col]) or cell_unit(*(r[col] for _, r in t.rows if col < len(r)))
+        unit = _col_unit(t, col)
+        metric = header_metric(t.header[col], unit)
+        # columns measuring the same thing in the same unit are shapes (`M=1024 (us) | M=4096 (us)`)
+        cols = [c for c in range(1, len(t.header)) if c == col or (
+            _col_unit(t, c) == unit and header_metric(t.header[c], unit) == metric and metric != "other")]
         rows = []
         for line, c in t.rows:
             v = cell_number(c[col]) if col < len(c) else None
             if v is not None and (re.search(r"[^\W\d_]{2}", c[0]) or step_name(c[0])):  # a name, not a number
-                rows.append((line, c[0], norm(c[0]), v))
+                rows.append((line, c[0], norm(c[0]), v, c))
         if not rows:
             continue
         new = [r for r in rows if r[2] not in seen]
         seen |= {r[2] for r in rows}
         holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
                        if st.kind == "section" and st.start <= t.line <= st.end), None)
-        fig = lambda r, kind="row": make(r[1], None, r[3], unit, r[0], kind,  # noqa: E731
-                                         t.header[col][t.header[col].find("%"):] if "%" in t.header[col] else "")
+        def figs(r, kind="row") -> list[Fig]:
+            out_ = []
+            for n, c in enumerate(cols):
+                v = cell_number(r[4][c]) if c < len(r[4]) else None
+                if v is not None:
+                    h = t.header[c]
+                    f = make(T.clean(re.sub(r"\s*[(\[][^)\]]*[)\]]", "", h)) if len(cols) > 1 else r[1], None, v,
+                             unit, r[0], kind,
+                             h[h.find("%"):] if "%" in h else "")
+                    f.shape = n
+                    out_.append(f)
+            return out_
         if holder and len(new) == 1 and not holder.pairs and all(f.kind == "state" for f in holder.state):
             # the step's own results row says more than a figure quoted in its prose
-            holder.state = [fig(new[0])]
+            holder.state = figs(new[0])
             holder.names.add(new[0][2])
             continue
         sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
@@ -195,7 +209,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                 and new[0][2] not in by_name and not any(st.section == sec for st in steps + out):
             s = secs[sec]  # a section whose own results table adds one named row is that row's step
             st = Step("section", s.title, s.start, s.last, sec, {new[0][2]} | identifiers(lines, s.start, s.last),
-                      [fig(new[0])], baseline=bool(BASE_ROW.search(s.title)))
+                      figs(new[0]), baseline=bool(BASE_ROW.search(s.title)))
             out.append(st)
             by_name[new[0][2]] = st
             continue
@@ -207,9 +221,9 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             for r in named:
                 cs = dict(t.rows)[r[0]]
                 what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) else ""
-                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, [fig(r)], table=t.line)
+                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line)
                 if base:
-                    st.before = [fig(base)]
+                    st.before = figs(base)
                 out.append(st)
             continue
         for n, r in enumerate(rows):
@@ -219,12 +233,16 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             # a summary table is a progression too: the row above a step's row is its baseline (or the
             # table's Baseline row, when it names one)
             base = next((x for x in rows if BASE_ROW.search(x[1])), None)
-            above = [fig(base)] if base and base is not r else [fig(rows[n - 1])] if n else None
+            above = figs(base) if base and base is not r else figs(rows[n - 1]) if n else None
             if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
-                st.state, st.table_before = [fig(r, "joined")], above
-            elif _close(st.state[0], fig(r)):
+                st.state, st.table_before = figs(r, "joined"), above
+            elif len(st.state) == 1 and _close(st.state[0], figs(r)[0]):
                 st.table_before = above
     return out
+
+
+def _col_unit(t: T.Table, c: int) -> str:
+    return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r)))
 
 
 def _by_title(key: str, steps: list[Step]) -> Step | None:
