@@ -36,9 +36,9 @@ def normalize_unit(unit: str) -> str:
     return canonical(T.clean(unit))
 
 
-# The rule table: (field, rule), in the order they apply (the first that applies wins). docs/attempts-rules.md
-# is printed from it: `python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md` (a test
-# keeps them equal).
+# The rule table: (field, rule); unit rows all apply, other fields' rows in order (the first that applies wins).
+# docs/attempts-rules.md is printed from it: `python bench/retrieval/attempts_extraction.py --rules >
+# docs/attempts-rules.md` (a test keeps them equal).
 RULES = [
     ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
              "Round 2, v4, Step 1, 优化技巧1; or one identifier: reduce3, kernel_3) shared by a sibling with another "
@@ -146,12 +146,13 @@ RULES = [
 def rules_markdown() -> str:
     """docs/attempts-rules.md, printed from RULES."""
     out = ["# Attempt extraction rules", "",
-           "How `brain/attempts/extract.py` turns a worklog into attempt records, rule by rule, in the order the rules",
-           "apply (the first that applies wins). Printed from `RULES` in that file by `python",
-           "bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md`; tests/test_attempts.py keeps the",
-           "two equal.",
-           "`bench/retrieval/attempts_extraction.py` measures the rules against hand labels (the seven shipped",
-           "worklogs by default, `--set worklogs` for the public kernel worklogs).", "",
+           "How `brain/attempts/extract.py` turns a worklog into attempt records, rule by rule. The `unit` rows say",
+           "what becomes a record (all of them apply); for every other field the rows are in the order they apply",
+           "and the first that applies wins.", "",
+           "Printed from `RULES` in that file by",
+           "`python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md`;",
+           "tests/test_attempts.py keeps the two equal. The same script measures the rules against hand labels",
+           "(the seven shipped worklogs by default, `--set worklogs` for the public kernel worklogs).", "",
            "| field | rule |", "| --- | --- |"]
     out += [f"| {name} | {rule.replace('|', chr(92) + '|')} |" for name, rule in RULES]
     return "\n".join(out) + "\n"
