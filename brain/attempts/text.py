@@ -56,12 +56,10 @@ def clean(s: str) -> str:
 def blank_front_matter(lines: list[str]) -> list[str]:
     """YAML front matter and HTML comments become blank lines (line numbers kept): their `---` and key lines
     are neither headings nor text."""
+    from brain.chunking.frontmatter import split_front_matter
     out = list(lines)
-    if out and out[0].strip() == "---":
-        for j in range(1, min(len(out), 200)):
-            if out[j].strip() in ("---", "..."):
-                out[:j + 1] = [""] * (j + 1)
-                break
+    consumed = split_front_matter("\n".join(out[:400]) + "\n")[2] if out and out[0].strip() == "---" else 0
+    out[:consumed] = [""] * consumed  # YAML that parses to a mapping only: a page opening with a rule keeps its text
     i = 0
     while i < len(out):
         if out[i].lstrip().startswith("<!--"):
