@@ -14,8 +14,9 @@ from brain.attempts.extract import PROBLEMS, VERDICTS
 from brain.attempts.store import AttemptStore
 from brain.taxonomy import TAGS, resolve_tag
 
-PUBLIC = ("id", "title", "problem", "techniques", "hypothesis", "change", "verdict", "figures", "lesson", "source",
-          "start_line", "end_line", "corpus", "status", "superseded_by", "supersedes", "conflicts_with")
+PUBLIC = ("id", "title", "problem", "techniques", "hypothesis", "change", "verdict", "figure", "metric", "better",
+          "scope", "figures", "lesson", "source", "start_line", "end_line", "corpus", "status", "superseded_by",
+          "supersedes", "conflicts_with")
 POOL = 50
 
 
