@@ -1,7 +1,8 @@
 """Per-field precision and recall of the attempt extractor (brain/attempts/extract.py) on hand labels.
 
     python bench/retrieval/attempts_extraction.py [--labels bench/data/attempts_labels.json] [--json] [--show]
-    python bench/retrieval/attempts_extraction.py --set worklogs [--split tune|report|all] [--show] [--json]
+    python bench/retrieval/attempts_extraction.py --set worklogs|worklogs_b [--root DIR] [--split tune|report|all]
+                                                  [--show] [--json]
     python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md
 
 An extracted record matches a label when its citation contains the label's line (the smallest such record,
@@ -45,6 +46,9 @@ WORKLOGS = next((p / "shared" / "sample-corpora" / "worklogs" for p in ROOT.pare
                  if (p / "shared" / "sample-corpora" / "worklogs").is_dir()),
                 ROOT.parent / "shared" / "sample-corpora" / "worklogs")
 WORKLOG_LABELS = ROOT / "bench" / "data" / "attempts_labels_worklogs.json"
+# set B: exported from git mirrors by bench/retrieval/worklogs_b_corpus.py into a folder given with --root
+WORKLOG_SETS = {"worklogs": (WORKLOG_LABELS, WORKLOGS),
+                "worklogs_b": (ROOT / "bench" / "data" / "attempts_labels_worklogs_b.json", None)}
 
 TEXT_FIELDS = ("title", "hypothesis", "change", "lesson")
 
@@ -144,8 +148,8 @@ def overlap(r, lab: dict) -> int:
     return max(0, min(r.end_line, lab["end_line"]) - max(r.start_line, lab["start_line"]) + 1)
 
 
-def score_file(name: str, labels: list[dict], show: bool) -> dict:
-    text = (WORKLOGS / name).read_text(encoding="utf-8")
+def score_file(name: str, labels: list[dict], show: bool, root: Path) -> dict:
+    text = (root / name).read_text(encoding="utf-8")
     records = extract(text, name, "worklogs")
     c = {"labels": len(labels), "records": len(records), "found": 0, "verdict": 0, "with_figure": 0, "figure": 0,
          "unlabelled": sum(1 for r in records if not any(overlap(r, lab) for lab in labels))}
@@ -179,10 +183,10 @@ def score_file(name: str, labels: list[dict], show: bool) -> dict:
     return c
 
 
-def worklogs(split: str, show: bool, as_json: bool) -> int:
-    data = json.loads(WORKLOG_LABELS.read_text())
+def worklogs(split: str, show: bool, as_json: bool, labels: Path, root: Path) -> int:
+    data = json.loads(labels.read_text())
     files = {k: v for k, v in data.items() if not k.startswith("_") and (split == "all" or v["split"] == split)}
-    per_file = {name: score_file(name, v["attempts"], show) for name, v in sorted(files.items())}
+    per_file = {name: score_file(name, v["attempts"], show, root) for name, v in sorted(files.items())}
     halves = {}
     for half in ("tune", "report"):
         rows = [per_file[k] for k in per_file if files[k]["split"] == half]
@@ -208,8 +212,10 @@ def worklogs(split: str, show: bool, as_json: bool) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--labels", type=Path, default=ROOT / "bench" / "data" / "attempts_labels.json")
-    ap.add_argument("--set", choices=("shipped", "worklogs"), default="shipped",
-                    help="shipped: the seven worklogs of docs_corpus (default); worklogs: the public kernel worklogs")
+    ap.add_argument("--set", choices=("shipped", *WORKLOG_SETS), default="shipped",
+                    help="shipped: the seven worklogs of docs_corpus (default); worklogs, worklogs_b: the two sets "
+                         "of public kernel worklogs")
+    ap.add_argument("--root", type=Path, help="where the worklogs are (set B: the folder worklogs_b_corpus.py wrote)")
     ap.add_argument("--split", choices=("tune", "report", "all"), default="tune", help="with --set worklogs")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show", action="store_true", help="print every miss and mismatch")
@@ -218,8 +224,12 @@ def main() -> int:
     if args.rules:
         print(rules_markdown(), end="")
         return 0
-    if args.set == "worklogs":
-        return worklogs(args.split, args.show, args.json)
+    if args.set in WORKLOG_SETS:
+        labels, root = WORKLOG_SETS[args.set]
+        root = args.root or root
+        if root is None or not root.is_dir():
+            sys.exit(f"error: the worklogs of --set {args.set} are not at {root} (give --root)")
+        return worklogs(args.split, args.show, args.json, labels, root)
     data = json.loads(args.labels.read_text())
     labels = {k: v for k, v in data.items() if not k.startswith("_")}
     groups = {"user worklogs": {k: v for k, v in labels.items() if k[:2] == "00"},
