@@ -1,11 +1,13 @@
 """Has anyone tried X?" on the public worklogs: is the labelled attempt among the records `brain attempts` ranks
 first?
 
-    python bench/retrieval/attempts_questions.py [--split tune|report|all] [--k 3] [--home DIR] [--show]
-                                                 [--root ../shared/sample-corpora/worklogs]
+    python bench/retrieval/attempts_questions.py [--set worklogs|worklogs_b] [--root DIR] [--split tune|report|all]
+                                                 [--k 3] [--home DIR] [--show]
 
-The worklogs are ingested (once) into --home as corpus `worklogs`, which extracts their attempt records. Each
-"tried" question of bench/data/attempts_labels_worklogs.json names one labelled attempt; it is answered when a
+The worklogs (set A: ../shared/sample-corpora/worklogs; set B: the folder bench/retrieval/worklogs_b_corpus.py
+wrote, given with --root) are ingested (once) into --home as corpus `worklogs`, which extracts their attempt
+records. Each "tried" question of the set's labels (bench/data/attempts_labels_worklogs[_b].json) names one
+labelled attempt; it is answered when a
 record of the same file whose lines overlap the attempt's is among the first k records of
 `Brain.find_attempts(question)` (what `brain attempts`, GET /attempts and the `attempts` MCP tool return). The
 split is the file's (brain/evaluate.py). Prints top-1 and top-k rates per half; --show lists the questions missed.
@@ -24,7 +26,9 @@ sys.path.insert(0, str(ROOT))
 from brain.config import CorpusSpec, Settings  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
-LABELS = ROOT / "bench" / "data" / "attempts_labels_worklogs.json"
+SETS = {"worklogs": (ROOT / "bench" / "data" / "attempts_labels_worklogs.json",
+                     ROOT.parent / "shared" / "sample-corpora" / "worklogs"),
+        "worklogs_b": (ROOT / "bench" / "data" / "attempts_labels_worklogs_b.json", None)}
 
 
 def overlaps(r: dict, a: dict, file: str) -> bool:
@@ -35,16 +39,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("tune", "report", "all"), default="tune")
     ap.add_argument("--k", type=int, default=3)
-    ap.add_argument("--home", type=Path, default=Path(tempfile.gettempdir()) / "brain-attempts-questions")
-    ap.add_argument("--root", type=Path, default=ROOT.parent / "shared" / "sample-corpora" / "worklogs")
+    ap.add_argument("--set", choices=SETS, default="worklogs")
+    ap.add_argument("--home", type=Path, help="the index (default: a folder per set in the temporary directory)")
+    ap.add_argument("--root", type=Path, help="where the set's worklogs are")
     ap.add_argument("--show", action="store_true", help="list the questions whose attempt is not in the top k")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    if not args.root.is_dir():
-        sys.exit(f"error: {args.root} not found (the sample corpora are not on this machine)")
-    labels = {f: e for f, e in json.loads(LABELS.read_text()).items() if not f.startswith("_")}
-    brain = Brain(Settings(home=args.home))
-    print(brain.ingest([CorpusSpec("worklogs", args.root, exclude=("SOURCES.md",))]).line(), file=sys.stderr)
+    labels_file, root = SETS[args.set]
+    root = args.root or root
+    if root is None or not root.is_dir():
+        sys.exit(f"error: the worklogs of --set {args.set} are not at {root} (give --root)")
+    labels = {f: e for f, e in json.loads(labels_file.read_text()).items() if not f.startswith("_")}
+    home = args.home or Path(tempfile.gettempdir()) / f"brain-attempts-questions-{args.set}"
+    brain = Brain(Settings(home=home))
+    print(brain.ingest([CorpusSpec("worklogs", root, exclude=("SOURCES.md",))]).line(), file=sys.stderr)
     report = {}
     for split in ("tune", "report") if args.split == "all" else (args.split,):
         n = top1 = topk = 0
