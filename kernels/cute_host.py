@@ -35,14 +35,6 @@ B200_SM_COUNT = 148
 # TMA needs 16-byte aligned global addresses and strides.
 TMA_ALIGN_BYTES = 16
 
-# SASS opcodes that prove a Blackwell kernel uses the intended hardware paths.
-SM100_REQUIRED_OPCODES = {
-    "UTCMMA": "tcgen05 MMA (UTCOMMA / UTCHMMA / UTCQMMA ...)",
-    "UTCCP": "shared -> tensor memory copy (tcgen05.cp, scale factors)",
-    "UTMALDG": "TMA load",
-    "LDTM": "tensor memory -> register load (tcgen05.ld)",
-}
-
 
 class CuteUnavailable(RuntimeError):
     """cutlass (nvidia-cutlass-dsl) cannot be imported, or a tool it needs is missing."""
@@ -82,15 +74,6 @@ def import_cutlass(arch: Optional[str] = None):
     except Exception as exc:  # ImportError, or a broken native library
         raise CuteUnavailable(f"cannot import cutlass (nvidia-cutlass-dsl): {exc}") from exc
     return sys.modules["cutlass"]
-
-
-def cutlass_available() -> Tuple[bool, str]:
-    """(True, "") when the DSL imports, else (False, reason) for a test skip message."""
-    try:
-        import_cutlass()
-    except CuteUnavailable as exc:
-        return False, str(exc)
-    return True, ""
 
 
 def device_capability() -> Optional[Tuple[int, int]]:

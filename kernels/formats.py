@@ -107,11 +107,6 @@ def decode_e4m3(scales: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
     return scales.to(dtype)
 
 
-def encode_e4m3(values: torch.Tensor) -> torch.Tensor:
-    """Round to nearest e4m3 (torch's cast, saturating behaviour is torch's)."""
-    return values.to(torch.float8_e4m3fn)
-
-
 def dequantize(packed: torch.Tensor, scales: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
     """Block-scaled fp4 -> values: [R, K/2] packed with [R, K/16] e4m3 scales -> [R, K].
 
