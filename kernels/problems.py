@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import ShapeError, UnknownProblem
+from .formats import SF_VEC_SIZE, to_permuted
 
-# torch, formats and reference are imported inside the functions that build or reduce tensors: the problem
-# metadata (names, shapes, validation, flop and byte counts) is what `kernels list` needs, without torch's 1.3 s.
-SF_VEC_SIZE = 16  # K elements per e4m3 scale (kernels.SF_VEC_SIZE)
+# torch and reference are imported inside the functions that build or reduce tensors: the problem metadata
+# (names, shapes, validation, flop and byte counts) is what `kernels list` needs, without torch's 1.3 s.
 
 DEFAULT_SEED = 1111
 RTOL = 1e-3
@@ -215,7 +215,6 @@ class Gemv(Problem):
         return {"m": m, "k": k, "l": l}
 
     def _build(self, s, gen, device):
-        from .formats import to_permuted
         m, k, l = s["m"], s["k"], s["l"]
         sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "small_low_nibble")
@@ -264,7 +263,6 @@ class Gemm(Problem):
         return {"m": m, "n": n, "k": k, "l": l}
 
     def _build(self, s, gen, device):
-        from .formats import to_permuted
         m, n, k, l = s["m"], s["n"], s["k"], s["l"]
         sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "all_codes")
@@ -286,7 +284,7 @@ class Gemm(Problem):
 
     def input_bytes(self, s):
         return s["l"] * (_packed_bytes(s["m"], s["k"]) + _packed_bytes(s["n"], s["k"])
-                         + (_pad128(s["m"]) + _pad128(s["n"])) * s["k"] // 16 + 2 * s["m"] * s["n"])
+                         + (_pad128(s["m"]) + _pad128(s["n"])) * s["k"] // SF_VEC_SIZE + 2 * s["m"] * s["n"])
 
     def output_elements(self, s):
         return s["m"] * s["n"] * s["l"]
@@ -301,7 +299,6 @@ class Gemm(Problem):
 
 class DualGemm(Gemm):
     def _build(self, s, gen, device):
-        from .formats import to_permuted
         m, n, k, l = s["m"], s["n"], s["k"], s["l"]
         sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "sign_and_2lsb")
@@ -325,7 +322,7 @@ class DualGemm(Gemm):
     def input_bytes(self, s):
         # The gemm count plus the second B operand (data, plain and padded permuted scales).
         n_pad = _pad128(s["n"])
-        return super().input_bytes(s) + s["l"] * (_packed_bytes(s["n"], s["k"]) + n_pad * s["k"] // 16)
+        return super().input_bytes(s) + s["l"] * (_packed_bytes(s["n"], s["k"]) + n_pad * s["k"] // SF_VEC_SIZE)
 
     def operand_elements(self, s):
         return (s["m"] + 2 * s["n"]) * s["k"]
@@ -371,7 +368,6 @@ class GroupGemm(Problem):
         return list(zip(s["m"], s["n"], s["k"]))
 
     def _build(self, s, gen, device):
-        from .formats import to_permuted
         abc, sf_plain, sf_perm, sizes = [], [], [], []
         for m, n, k in self.groups(s):
             sf_k = k // SF_VEC_SIZE

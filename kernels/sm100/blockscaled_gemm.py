@@ -29,11 +29,12 @@ import cutlass.utils.blockscaled_layout as blockscaled_utils
 from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.memory import TmemAllocator, get_smem_capacity_in_bytes
 
+from ..formats import SF_VEC_SIZE
+
 AB_DTYPE = cutlass.Float4E2M1FN
 SF_DTYPE = cutlass.Float8E4M3FN
 C_DTYPE = cutlass.Float16
 ACC_DTYPE = cutlass.Float32
-SF_VEC_SIZE = 16
 MMA_TILE_M = 128
 # One tcgen05 NVFP4 MMA covers K = 64; four of them make a 256-wide k-tile, which matches the
 # problems' K % 256 == 0 guarantee (no K residue handling needed) and a 32 B TMA row per k-tile.

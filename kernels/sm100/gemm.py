@@ -14,10 +14,10 @@ import torch
 
 from .. import cute_host
 from ..errors import ShapeError
+from ..formats import SF_VEC_SIZE
 
 TILE_N = 128
 NARROW_TILE_N = 64
-SF_VEC = 16
 FP4 = torch.float4_e2m1fn_x2
 AB_ALIGN = 32  # bytes; matches host.TMA_ALIGN (K % 256 == 0 keeps every row 128 B aligned)
 
@@ -34,9 +34,9 @@ def check_gemm_operands(problem: str, a, bs, sfa_perm, sfb_perms, c) -> tuple:
     cute_host.check_operand("a", a, m, k // 2, l, FP4, AB_ALIGN)
     for i, b in enumerate(bs):
         cute_host.check_operand(f"b{i + 1 if len(bs) > 1 else ''}", b, n, k // 2, l, FP4, AB_ALIGN)
-    cute_host.check_permuted_scales("sfa_perm", sfa_perm, m, k // SF_VEC, l)
+    cute_host.check_permuted_scales("sfa_perm", sfa_perm, m, k // SF_VEC_SIZE, l)
     for i, sfb in enumerate(sfb_perms):
-        cute_host.check_permuted_scales(f"sfb{i + 1 if len(bs) > 1 else ''}_perm", sfb, n, k // SF_VEC, l)
+        cute_host.check_permuted_scales(f"sfb{i + 1 if len(bs) > 1 else ''}_perm", sfb, n, k // SF_VEC_SIZE, l)
     cute_host.check_operand("c", c, m, n, l, torch.float16, cute_host.TMA_ALIGN_BYTES)
     return m, n, k, l
 

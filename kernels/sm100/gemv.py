@@ -9,8 +9,8 @@ import torch
 
 from .. import cute_host
 from ..errors import ShapeError
+from ..formats import SF_VEC_SIZE
 
-SF_VEC = 16
 FP4 = torch.float4_e2m1fn_x2
 ROW_ALIGN = 16  # 128-bit loads of A and b: K % 64 == 0 keeps every row 32 B aligned
 
@@ -25,8 +25,8 @@ def validate(data) -> tuple:
         raise ShapeError(f"gemv: K={k} must be a multiple of 64")
     cute_host.check_operand("a", a, m, k // 2, l, FP4, ROW_ALIGN)
     cute_host.check_operand("b", b, n_pad, k // 2, l, FP4, ROW_ALIGN)
-    cute_host.check_operand("sfa", sfa, m, k // SF_VEC, l, torch.float8_e4m3fn, 4)
-    cute_host.check_operand("sfb", sfb, n_pad, k // SF_VEC, l, torch.float8_e4m3fn, 4)
+    cute_host.check_operand("sfa", sfa, m, k // SF_VEC_SIZE, l, torch.float8_e4m3fn, 4)
+    cute_host.check_operand("sfb", sfb, n_pad, k // SF_VEC_SIZE, l, torch.float8_e4m3fn, 4)
     cute_host.check_operand("c", c, m, 1, l, torch.float16, 2)
     return m, k, l
 

@@ -24,10 +24,11 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 
+from ..formats import SF_VEC_SIZE
+
 AB_DTYPE = cutlass.Float4E2M1FN
 SF_DTYPE = cutlass.Float8E4M3FN
 C_DTYPE = cutlass.Float16
-SF_VEC_SIZE = 16
 VALUES_PER_LANE = 32  # one 128-bit load of e2m1 values = two 16-value scale blocks
 WARPS_PER_CTA = 4
 # Rows per warp x warp steps per loop iteration: every 128-bit load of A for 4 rows x 2 steps is

@@ -10,6 +10,7 @@ from __future__ import annotations
 from cutlass import Int32, Int64
 
 from .. import cute_host
+from ..formats import SF_VEC_SIZE
 from . import host
 
 
@@ -19,10 +20,10 @@ def _table_row(problem: str, a, bs, sfa, sfbs, c):
     n, k = bs[0].shape[0], half_k * 2
     host.check_gemm_shape(problem, m, n, k)
     b_addrs = [host.operand_address(f"b{j + 1}", b, n, half_k, l) for j, b in enumerate(bs)]
-    sfb_addrs = [host.operand_address(f"sfb{j + 1}", sfb, n, k // 16, l) for j, sfb in enumerate(sfbs)]
+    sfb_addrs = [host.operand_address(f"sfb{j + 1}", sfb, n, k // SF_VEC_SIZE, l) for j, sfb in enumerate(sfbs)]
     if len(bs) == 1:  # the kernel ignores b2 / sfb2 when it has one B operand
         b_addrs, sfb_addrs = b_addrs * 2, sfb_addrs * 2
-    row = [host.operand_address("a", a, m, half_k, l), *b_addrs, host.operand_address("sfa", sfa, m, k // 16, l),
+    row = [host.operand_address("a", a, m, half_k, l), *b_addrs, host.operand_address("sfa", sfa, m, k // SF_VEC_SIZE, l),
            *sfb_addrs, host.operand_address("c", c, m, n, l), m, n, k]
     return m, n, l, row
 

@@ -49,8 +49,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32
 
-from .decode import (ACC_RESCALE, ROW_BYTES, SF_ROW_BYTES, SF_VEC_SIZE, TABLE_COLS, TILE_K, _decode_word,
-                     _scale_pair, cp_async_16, ldg_16, ldg_128_stream, lds_32, mul_f16x2, sts_128)
+from ..formats import SF_VEC_SIZE
+from .decode import (ACC_RESCALE, ROW_BYTES, SF_ROW_BYTES, TABLE_COLS, TILE_K, _decode_word, _scale_pair,
+                     cp_async_16, ldg_16, ldg_128_stream, lds_32, mul_f16x2, sts_128)
 from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_async_smem, wgmma_commit,
                     wgmma_fence, wgmma_rs, wgmma_wait, wgmma_wait_all)
 

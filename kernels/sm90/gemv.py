@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import cute_host
 from ..errors import UnsupportedShape
+from ..formats import SF_VEC_SIZE
 from . import host
 from .gemv_kernel import B_ROWS
 
@@ -17,7 +18,7 @@ def _prepare(a, b, sfa, sfb, c):
         raise UnsupportedShape(f"gemv (sm90): K={k} must be a multiple of 64")
     _kernel, compiled = host.compile_gemv(**host.gemv_config(k))
     args = [host.operand_address("a", a, m, half_k, l), host.operand_address("b", b, B_ROWS, half_k, l),
-            host.operand_address("sfa", sfa, m, k // 16, l), host.operand_address("sfb", sfb, B_ROWS, k // 16, l),
+            host.operand_address("sfa", sfa, m, k // SF_VEC_SIZE, l), host.operand_address("sfb", sfb, B_ROWS, k // SF_VEC_SIZE, l),
             host.operand_address("c", c, m, 1, l), m, k, l]
     return cute_host.launcher(compiled, args)
 

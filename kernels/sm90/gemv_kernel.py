@@ -26,9 +26,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32
 
+from ..formats import SF_VEC_SIZE
 from .decode import _decode_word, ldg_16, ldg_128, ldg_128_stream
 
-SF_VEC_SIZE = 16
 VALUES_PER_LANE = 32
 WARPS_PER_CTA = 4
 # Four rows per warp: four independent 128-bit loads in flight per lane, and b's decode (16

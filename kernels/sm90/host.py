@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import cute_host
 from ..errors import UnsupportedShape
+from ..formats import SF_VEC_SIZE
 
 cute_host.import_cutlass("sm_90a")
 
@@ -209,7 +210,7 @@ def predecode_plan(kernel, group_rows: list, batches: int, device):
     base, pre, rows = out.data_ptr(), [], []
     for row, (m, k, m_tiles, k_tiles) in zip(group_rows, shapes):
         for batch in range(batches):
-            a, sfa = row[0] + batch * m * k // 2, row[3] + batch * m * k // 16
+            a, sfa = row[0] + batch * m * k // 2, row[3] + batch * m * k // SF_VEC_SIZE
             for mt in range(m_tiles):
                 pre.append([a, sfa, base + (batch * m_tiles + mt) * k_tiles * kernel.xbuf_bytes, m, k,
                             mt * kernel.tile_m])
