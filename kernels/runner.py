@@ -20,7 +20,8 @@ from . import bench as benchmod
 from . import reference as refmod
 from .check import check_output
 from .errors import BackendUnavailable, Busy, KernelsError, MemoryBudgetError
-from .problems import DEFAULT_SEED, get_problem, shape_str
+from .problems import DEFAULT_SEED, get_problem
+from .shapes import shape_str
 from .device import device_info
 from .registry import get_backend
 
