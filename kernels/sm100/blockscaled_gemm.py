@@ -223,7 +223,7 @@ class BlockScaledGemmSm100:
         # Per-group TMA descriptors are built here, on the host, and passed as __grid_constant__
         # kernel parameters: no CTA ever writes or fences a tensormap (the worklog's group gemm
         # spent ~15 descriptor operations per CTA before any math). This host code runs once per
-        # input set: cute_host.launcher captures the launch in a CUDA graph that keeps them.
+        # input set: launch.launcher (kernels/cute/launch.py) captures the launch in a CUDA graph that keeps them.
         tma_a, tma_b, tma_sfa, tma_sfb, tma_c = [], [], [], [], []
         m_a, m_b, m_sfa, m_sfb, m_c = [], [], [], [], []
         for g in cutlass.range_constexpr(self.num_groups):

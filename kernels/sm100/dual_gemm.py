@@ -9,7 +9,7 @@ when those tiles leave SMs idle (dual M = 256: 48-64 tiles for 148 SMs) the tile
 
 from __future__ import annotations
 
-from .. import cute_host
+from ..cute import arch, launch
 from ..errors import ShapeError
 from .gemm import NARROW_TILE_N, TILE_N, check_gemm_operands, tile_n_for
 
@@ -27,25 +27,25 @@ def validate(data) -> tuple:
 def compile_kernel(tile_n: int = TILE_N, sm_count: int = None):
     from . import host  # imports cutlass (sm_100a): only when compiling or running
 
-    return host.compile_gemm_family(tile_n, 2, 1, sm_count or cute_host.sm_count())
+    return host.compile_gemm_family(tile_n, 2, 1, sm_count or arch.sm_count())
 
 
 def _prepare(data):
     """Launcher for one input: checks, capability, torch -> CuTe conversion, done once per input."""
     m, n, _k, l = validate(data)
     a, b1, b2, _sfa, _sfb1, _sfb2, sfa_perm, sfb1_perm, sfb2_perm, c = data
-    cute_host.require_capability((10, 0), "sm100")
+    arch.require_capability((10, 0), "sm100")
     from . import host
 
-    _, compiled = compile_kernel(tile_n_for(m, n, l, 2, cute_host.sm_count()))
-    return cute_host.launcher(compiled, [
+    _, compiled = compile_kernel(tile_n_for(m, n, l, 2, arch.sm_count()))
+    return launch.launcher(compiled, [
         host.operand(a), host.operand(b1), host.operand(b2),
         host.permuted_scales_ptr("sfa_perm", sfa_perm), host.permuted_scales_ptr("sfb1_perm", sfb1_perm),
         host.permuted_scales_ptr("sfb2_perm", sfb2_perm), host.output(c),
     ])
 
 
-LAUNCHES = cute_host.LaunchCache()
+LAUNCHES = launch.LaunchCache()
 
 
 def run(data):

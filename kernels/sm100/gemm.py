@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import cute_host
+from ..cute import arch, launch, operands
 from ..errors import ShapeError
 from ..formats import SF_VEC_SIZE
 
@@ -31,13 +31,13 @@ def check_gemm_operands(problem: str, a, bs, sfa_perm, sfb_perms, c) -> tuple:
         raise ShapeError(f"{problem}: K={k} must be a multiple of 256")
     if n % 8:
         raise ShapeError(f"{problem}: N={n} must be a multiple of 8 (16-byte rows of C for the TMA store)")
-    cute_host.check_operand("a", a, m, k // 2, l, FP4, AB_ALIGN)
+    operands.check_operand("a", a, m, k // 2, l, FP4, AB_ALIGN)
     for i, b in enumerate(bs):
-        cute_host.check_operand(f"b{i + 1 if len(bs) > 1 else ''}", b, n, k // 2, l, FP4, AB_ALIGN)
-    cute_host.check_permuted_scales("sfa_perm", sfa_perm, m, k // SF_VEC_SIZE, l)
+        operands.check_operand(f"b{i + 1 if len(bs) > 1 else ''}", b, n, k // 2, l, FP4, AB_ALIGN)
+    operands.check_permuted_scales("sfa_perm", sfa_perm, m, k // SF_VEC_SIZE, l)
     for i, sfb in enumerate(sfb_perms):
-        cute_host.check_permuted_scales(f"sfb{i + 1 if len(bs) > 1 else ''}_perm", sfb, n, k // SF_VEC_SIZE, l)
-    cute_host.check_operand("c", c, m, n, l, torch.float16, cute_host.TMA_ALIGN_BYTES)
+        operands.check_permuted_scales(f"sfb{i + 1 if len(bs) > 1 else ''}_perm", sfb, n, k // SF_VEC_SIZE, l)
+    operands.check_operand("c", c, m, n, l, torch.float16, operands.TMA_ALIGN_BYTES)
     return m, n, k, l
 
 
@@ -67,24 +67,24 @@ def tile_n_for(m: int, n: int, l: int, num_b: int, sm_count: int) -> int:
 def compile_kernel(tile_n: int = TILE_N, sm_count: int = None):
     from . import host  # imports cutlass (sm_100a): only when compiling or running
 
-    return host.compile_gemm_family(tile_n, 1, 1, sm_count or cute_host.sm_count())
+    return host.compile_gemm_family(tile_n, 1, 1, sm_count or arch.sm_count())
 
 
 def _prepare(data):
     """Launcher for one input: checks, capability, torch -> CuTe conversion, done once per input."""
     m, n, _k, l = validate(data)
     a, b, _sfa, _sfb, sfa_perm, sfb_perm, c = data
-    cute_host.require_capability((10, 0), "sm100")
+    arch.require_capability((10, 0), "sm100")
     from . import host
 
-    _, compiled = compile_kernel(tile_n_for(m, n, l, 1, cute_host.sm_count()))
-    return cute_host.launcher(compiled, [
+    _, compiled = compile_kernel(tile_n_for(m, n, l, 1, arch.sm_count()))
+    return launch.launcher(compiled, [
         host.operand(a), host.operand(b), host.permuted_scales_ptr("sfa_perm", sfa_perm),
         host.permuted_scales_ptr("sfb_perm", sfb_perm), host.output(c)])
 
 
-# Launches prepared per distinct input (cute_host.LaunchCache): a repeated call converts nothing.
-LAUNCHES = cute_host.LaunchCache()
+# Launches prepared per distinct input (launch.LaunchCache): a repeated call converts nothing.
+LAUNCHES = launch.LaunchCache()
 
 
 def run(data):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import cute_host
+from ..cute import arch, launch, operands
 from ..errors import ShapeError
 from ..formats import SF_VEC_SIZE
 
@@ -23,11 +23,11 @@ def validate(data) -> tuple:
     n_pad = b.shape[0]
     if k % 64:
         raise ShapeError(f"gemv: K={k} must be a multiple of 64")
-    cute_host.check_operand("a", a, m, k // 2, l, FP4, ROW_ALIGN)
-    cute_host.check_operand("b", b, n_pad, k // 2, l, FP4, ROW_ALIGN)
-    cute_host.check_operand("sfa", sfa, m, k // SF_VEC_SIZE, l, torch.float8_e4m3fn, 4)
-    cute_host.check_operand("sfb", sfb, n_pad, k // SF_VEC_SIZE, l, torch.float8_e4m3fn, 4)
-    cute_host.check_operand("c", c, m, 1, l, torch.float16, 2)
+    operands.check_operand("a", a, m, k // 2, l, FP4, ROW_ALIGN)
+    operands.check_operand("b", b, n_pad, k // 2, l, FP4, ROW_ALIGN)
+    operands.check_operand("sfa", sfa, m, k // SF_VEC_SIZE, l, torch.float8_e4m3fn, 4)
+    operands.check_operand("sfb", sfb, n_pad, k // SF_VEC_SIZE, l, torch.float8_e4m3fn, 4)
+    operands.check_operand("c", c, m, 1, l, torch.float16, 2)
     return m, k, l
 
 
@@ -41,16 +41,16 @@ def _prepare(data):
     """Launcher for one input: checks, capability, torch -> CuTe conversion, done once per input."""
     validate(data)
     a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
-    cute_host.require_capability((10, 0), "sm100")
+    arch.require_capability((10, 0), "sm100")
     from . import host
 
     _, compiled = compile_kernel()
-    return cute_host.launcher(compiled, [
+    return launch.launcher(compiled, [
         host.operand(a, align=ROW_ALIGN), host.operand(b, align=ROW_ALIGN), host.plain_scales(sfa),
         host.plain_scales(sfb), host.output(c)])
 
 
-LAUNCHES = cute_host.LaunchCache()
+LAUNCHES = launch.LaunchCache()
 
 
 def run(data):

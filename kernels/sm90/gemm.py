@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from cutlass import Int32, Int64
 
-from .. import cute_host
+from ..cute import launch
 from ..formats import SF_VEC_SIZE
 from . import host
 
@@ -45,14 +45,14 @@ def _prepare(problem: str, groups: list):
         before = (pre, [Int64(pre_table.data_ptr()), Int32(pre_rows), Int32(k_tiles)])
         held = (buffers, pre_table)
     table = host.tile_table(rows, tiles, groups[0][4].device)
-    return cute_host.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)],
+    return launch.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)],
                               keep_alive=(table, *held), before=before)
 
 
 # The hot path (a launch already prepared for these tensors) is written out in each function:
-# one key tuple of the tensors' ids, one dict lookup, the launch (group_gemm: cute_host.LastGroups first).
+# one key tuple of the tensors' ids, one dict lookup, the launch (group_gemm: launch.LastGroups first).
 _GEMM, _DUAL, _GROUP = host.LAUNCHES["gemm"], host.LAUNCHES["dual_gemm"], host.LAUNCHES["group_gemm"]
-_LAST_GROUP = cute_host.LastGroups()
+_LAST_GROUP = launch.LastGroups()
 
 
 def run_gemm(data):

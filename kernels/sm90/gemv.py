@@ -4,7 +4,7 @@ Checks and argument conversion run once per distinct input (host.LAUNCHES)."""
 
 from __future__ import annotations
 
-from .. import cute_host
+from ..cute import launch
 from ..errors import UnsupportedShape
 from ..formats import SF_VEC_SIZE
 from . import host
@@ -20,7 +20,7 @@ def _prepare(a, b, sfa, sfb, c):
     args = [host.operand_address("a", a, m, half_k, l), host.operand_address("b", b, B_ROWS, half_k, l),
             host.operand_address("sfa", sfa, m, k // SF_VEC_SIZE, l), host.operand_address("sfb", sfb, B_ROWS, k // SF_VEC_SIZE, l),
             host.operand_address("c", c, m, 1, l), m, k, l]
-    return cute_host.launcher(compiled, args)
+    return launch.launcher(compiled, args)
 
 
 _GEMV = host.LAUNCHES["gemv"]
