@@ -1,6 +1,6 @@
 """sm100 backend for the gemm problem: c = A * B^T (NVFP4 in, fp16 out), one launch.
 
-Configuration (reasons in blockscaled_gemm.py): 1-CTA tcgen05 MMA, persistent grid of one CTA
+Configuration (reasons in gemm_kernel.py): 1-CTA tcgen05 MMA, persistent grid of one CTA
 per SM, 128-row tiles of N = 128, or N = 64 when 128 x 128 tiles leave SMs idle (tile_n_for): the
 benchmark shapes (M = 128, N = 4096..7168) have 32-56 tiles of 128 x 128 for 148 SMs and 64-112
 of 128 x 64. N = 256 would leave 16-28. The k-loop (8-64 k-tiles) amortizes each tile's prologue.

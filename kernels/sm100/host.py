@@ -18,7 +18,7 @@ arch.import_cutlass("sm_100a")
 import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.runtime import from_dlpack, make_fake_compact_tensor  # noqa: E402
 
-from .blockscaled_gemm import AB_DTYPE, C_DTYPE, SF_DTYPE, BlockScaledGemmSm100  # noqa: E402
+from .gemm_kernel import AB_DTYPE, C_DTYPE, SF_DTYPE, BlockScaledGemmSm100  # noqa: E402
 from .gemv_kernel import NvFp4GemvSm100  # noqa: E402
 
 COMPILED = launch.CompileCache()
@@ -56,7 +56,7 @@ def fake_gemv_args() -> List:
 
 def compile_gemm_family(tile_n: int, num_b: int, num_groups: int, sm_count: int):
     """(kernel object, compiled function) for one static configuration, compiled once."""
-    key = ("blockscaled_gemm", tile_n, num_b, num_groups, sm_count)
+    key = ("gemm", tile_n, num_b, num_groups, sm_count)
 
     def build():
         kernel = BlockScaledGemmSm100(tile_n=tile_n, num_b=num_b, num_groups=num_groups, sm_count=sm_count)

@@ -123,7 +123,7 @@ def _cache_key(kc: KernelConfig):
     if kc.name == "gemv":
         return ("gemv",)
     cfg = kc.config
-    return ("blockscaled_gemm", cfg["tile_n"], cfg["num_b"], cfg["num_groups"], B200_SM_COUNT)
+    return ("gemm", cfg["tile_n"], cfg["num_b"], cfg["num_groups"], B200_SM_COUNT)
 
 
 def main(argv=None) -> int:
