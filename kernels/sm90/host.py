@@ -187,12 +187,6 @@ def operand_address(name: str, t, rows: int, cols: int, batches: int) -> int:
     return t.data_ptr()
 
 
-# Every launch goes through this cache (launch.LaunchCache): the checks, the tiling choice,
-# the tile table and the DSL's argument conversion run once per distinct input; a repeated call
-# is a key lookup and the launch (worklog section 10).
-LAUNCHES = {problem: launch.LaunchCache() for problem in ("gemv", "gemm", "dual_gemm", "group_gemm")}
-
-
 def predecode_plan(kernel, group_rows: list, batches: int, device):
     """(decoded buffers, Fp4GemmSm90.predecode_a's table, its row count, the most k tiles of a
     group, the groups' table rows with column 0 pointing at their decoded buffers). One decoded

@@ -114,7 +114,7 @@ def test_last_groups_lets_go_of_an_input_the_caller_dropped():
 # The real backends, in a subprocess per arch (the DSL fixes its target arch at first import):
 # the launch and the compile are replaced by counters, everything else is the shipped code path.
 _BACKENDS = r"""
-import json, sys
+import importlib, json, sys
 import torch
 from kernels import get_problem
 from kernels.cute import arch, launch, operands
@@ -123,7 +123,7 @@ FAMILY = sys.argv[1]
 launches = []
 launch.launcher = lambda compiled, args, keep_alive=None, before=None: (lambda: launches.append(1))
 if FAMILY == "sm90":
-    from kernels.sm90 import host, gemm, gemv
+    from kernels.sm90 import host
     from kernels.sm90.gemm_kernel import Fp4GemmSm90
     host.compile_gemm = lambda **cfg: (Fp4GemmSm90(num_b=cfg["num_b"], x_tile=cfg["x_tile"], blocks=cfg["blocks"],
                                                    consumers=cfg["consumers"], split_k=cfg["split_k"],
@@ -135,21 +135,19 @@ if FAMILY == "sm90":
         operands.check_mkl(name, t, rows, cols, batches)
         return t.data_ptr()
     host.operand_address = address
-    fns = {"gemm": gemm.run_gemm, "dual_gemm": gemm.run_dual_gemm, "group_gemm": gemm.run_group_gemm, "gemv": gemv.run}
-    caches = host.LAUNCHES
 else:
-    import importlib
     arch.require_capability = lambda capability, backend: None
-    mods = {name: importlib.import_module(f"kernels.sm100.{name}") for name in ("gemm", "dual_gemm", "group_gemm", "gemv")}
     from kernels.sm100 import host
-    for mod in mods.values():
-        mod.compile_kernel = lambda *a, **k: (None, None)
     host.operand = lambda t, align=32: t
     host.output = lambda t, align=16: t
     host.plain_scales = lambda t: t
     host.permuted_scales_ptr = lambda name, t: t
-    fns = {name: mod.run for name, mod in mods.items()}
-    caches = {name: mod.LAUNCHES for name, mod in mods.items()}
+mods = {name: importlib.import_module(f"kernels.{FAMILY}.{name}") for name in ("gemm", "dual_gemm", "group_gemm", "gemv")}
+if FAMILY == "sm100":
+    for mod in mods.values():
+        mod.compile_kernel = lambda *a, **k: (None, None)
+fns = {name: mod.run for name, mod in mods.items()}
+caches = {name: mod.LAUNCHES for name, mod in mods.items()}
 
 def events(fn, data):
     count = [0]
