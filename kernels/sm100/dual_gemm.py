@@ -5,6 +5,12 @@ the epilogue reads both, applies silu(x1) * x2 in fp32 and rounds to fp16 once. 
 have one accumulator stage (2 x 128 columns + 48 scale columns of the 512: two would need 560);
 when those tiles leave SMs idle (dual M = 256: 48-64 tiles for 148 SMs) the tiles are N = 64
 (gemm.tile_n_for), which doubles the CTAs at work and fits two stages (2 x 2 x 64 + 48 columns).
+
+    brain kernels run dual_gemm --backend sm100 --tests --check
+    brain kernels run dual_gemm --backend sm100 --benchmarks --bench
+
+Constraints: those of gemm.py (compute capability 10.0, K % 256 == 0, N % 8 == 0, aligned operands with the
+problem files' strides, permuted scales), and B1 and B2 of one shape.
 """
 
 from __future__ import annotations

@@ -5,7 +5,17 @@ per SM, 128-row tiles of N = 128, or N = 64 when 128 x 128 tiles leave SMs idle 
 benchmark shapes (M = 128, N = 4096..7168) have 32-56 tiles of 128 x 128 for 148 SMs and 64-112
 of 128 x 64. N = 256 would leave 16-28. The k-loop (8-64 k-tiles) amortizes each tile's prologue.
 Split-K over a cluster would add CTAs too, but needs a cross-CTA reduction of fp32 accumulators
-that live in tensor memory (worklog-sm100-kernels.md says why N = 64 was chosen).
+that live in tensor memory (worklog-sm100-kernels.md says why N = 64 was chosen). Each distinct input is
+checked and converted once (_prepare); a repeated call is one LAUNCHES lookup and a CUDA-graph launch.
+dual_gemm.py and group_gemm.py share check_gemm_operands and tile_n_for.
+
+    brain kernels run gemm --backend sm100 --tests --check       # against the exact reference
+    brain kernels run gemm --backend sm100 --benchmarks --bench  # timed, with speed of light
+
+Constraints: a GPU of compute capability 10.0 exactly (sm_100a cubin, not 10.3); K % 256 == 0; N % 8 == 0;
+M any (the TMA clips rows past M); a and b 32-byte aligned, c 16-byte aligned, all with the problem files'
+strides (K-major, L outermost); the permuted scales are read, stored in (L, rest_mn, rest_k, 32, 4, 4) order,
+the plain ones are not.
 """
 
 from __future__ import annotations

@@ -1,6 +1,14 @@
 """sm100 backend for gemv: c[:, 0, l] = A[:, :, l] * b[0, :, l] with NVFP4 inputs (N = 1).
 
-CUDA-core kernel (gemv_kernel.py says why not tensor cores); it reads the plain scales.
+CUDA-core kernel (gemv_kernel.py says why not tensor cores); it reads the plain scales. Each distinct input
+is checked and converted once (_prepare); a repeated call is one LAUNCHES lookup and a CUDA-graph launch.
+
+    brain kernels run gemv --backend sm100 --tests --check
+    brain kernels run gemv --backend sm100 --benchmarks --bench
+
+Constraints: a GPU of compute capability 10.0 exactly (sm_100a cubin); K % 64 == 0; M any; a and b 16-byte
+aligned, the scales 4-byte, c 2-byte, all with the problem files' strides (K-major, L outermost); b has the
+problem's 128 padded rows, only row 0 is read.
 """
 
 from __future__ import annotations

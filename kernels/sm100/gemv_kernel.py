@@ -14,6 +14,16 @@ Work split: one warp per ROWS_PER_WARP rows; each lane owns 32 consecutive K val
 two scale factors) per step, so a warp step covers 1024 K values of each row with fully coalesced
 512-byte row segments. Partial sums are reduced across the warp with butterfly shuffles.
 
+Run through the backend gemv.py (a GPU of compute capability 10.0), or cross-compile on any machine and
+check the SASS:
+
+    brain kernels run gemv --backend sm100 --tests --check
+    python -m kernels.sm100.sass_check gemv
+
+Constraints: sm_100a (compute capability 10.0 exactly); K % 64 == 0 (rows of A and b 32-byte aligned for the
+128-bit loads, scale rows 4-byte aligned); M any (rows past M are clamped on load and never stored); plain
+scales; A, b and the scales K-major with L outermost.
+
 Compiled for sm_100a and inspected on a CPU machine; not run on a Blackwell GPU by this project.
 """
 
@@ -81,8 +91,9 @@ class NvFp4GemvSm100:
         load_b = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), AB_DTYPE, num_bits_per_copy=128)
         load_sf = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), SF_DTYPE, num_bits_per_copy=16)
 
-        # (VALUES_PER_LANE, K / VALUES_PER_LANE) views of one row of a / b and its scales.
+        # (VALUES_PER_LANE, K / VALUES_PER_LANE): row 0 of b, one 32-value chunk per column
         b_chunks = cute.zipped_divide(mB[(0, None, batch)], (VALUES_PER_LANE,))
+        # (VALUES_PER_LANE / SF_VEC_SIZE, K / VALUES_PER_LANE): its scales, chunk for chunk
         sfb_chunks = cute.zipped_divide(mSFB[(0, None, batch)], (VALUES_PER_LANE // SF_VEC_SIZE,))
 
         loads = (load_a, load_b, load_sf)
@@ -138,7 +149,9 @@ class NvFp4GemvSm100:
             # Rows past M are clamped for loading (valid address, result never stored) instead of
             # branching around the loads.
             row = cutlass.min(first_row + r, m - 1)
+            # (VALUES_PER_LANE, K / VALUES_PER_LANE): row `row` of A, as b above
             a_chunks = cute.zipped_divide(mA[(row, None, batch)], (VALUES_PER_LANE,))
+            # (VALUES_PER_LANE / SF_VEC_SIZE, K / VALUES_PER_LANE): its scales
             sfa_chunks = cute.zipped_divide(mSFA[(row, None, batch)], (VALUES_PER_LANE // SF_VEC_SIZE,))
             for j in cutlass.range_constexpr(n):
                 rA.append(cute.make_rmem_tensor((VALUES_PER_LANE,), AB_DTYPE))

@@ -5,7 +5,14 @@ parameters, so no CTA initializes, updates or fences a tensormap; they are encod
 when its launch is captured as a CUDA graph (launch.launcher), not on every call; the tile scheduler walks the
 tiles of all groups back to back (each group has its own M, N and K). M need not be a multiple
 of 128: the TMA zero-fills rows past a group's M on load and drops them on store. The kernel is
-compiled once per group count G (G sets how many descriptors the kernel takes).
+compiled once per group count G (G sets how many descriptors the kernel takes). A repeat of the last input
+is answered by launch.LastGroups (2 x G identity tests), any other through LAUNCHES.
+
+    brain kernels run group_gemm --backend sm100 --tests --check
+    brain kernels run group_gemm --backend sm100 --benchmarks --bench
+
+Constraints: those of gemm.py per group (compute capability 10.0, K % 256 == 0, N % 8 == 0, aligned operands
+with the problem files' strides, permuted scales), L = 1 in every group, and 1 to 16 groups per launch.
 """
 
 from __future__ import annotations
