@@ -18,17 +18,12 @@ from ..cute import launch
 from .gemm import prepare_groups
 
 
-def _prepare(data):
-    """Launcher for one input: checks, tiling, tile table, argument conversion, done once per input."""
-    a, b1, b2, sfa, sfb1, sfb2, _p1, _p2, _p3, c = data
-    return prepare_groups("dual_gemm", [(a, [b1, b2], sfa, [sfb1, sfb2], c)])
-
-
 LAUNCHES = launch.LaunchCache()
 
 
 def run(data):
     a, b1, b2, sfa, sfb1, sfb2, _p1, _p2, _p3, c = data
     key = (id(a), id(b1), id(b2), id(sfa), id(sfb1), id(sfb2), id(c))
-    (LAUNCHES.get(key) or LAUNCHES.add(key, (a, b1, b2, sfa, sfb1, sfb2, c), lambda: _prepare(data)))()
+    (LAUNCHES.get(key) or LAUNCHES.add(key, (a, b1, b2, sfa, sfb1, sfb2, c),
+                                      lambda: prepare_groups("dual_gemm", [(a, [b1, b2], sfa, [sfb1, sfb2], c)])))()
     return c

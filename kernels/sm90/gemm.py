@@ -3,8 +3,8 @@ fp16 c [M, N, L] written in place.
 
 The in-kernel-decode wgmma kernel (gemm_kernel.py): B is decoded in registers, A once per call by a pre-pass
 kernel, the product accumulates in fp32. Each distinct input is checked, tiled (host.gemm_config), tabled
-and converted once (_prepare); a repeated call is one LAUNCHES lookup and a CUDA-graph launch. dual_gemm.py
-and group_gemm.py launch the same kernel through prepare_groups.
+and converted once (prepare_groups, shared with dual_gemm.py and group_gemm.py, which launch the same kernel);
+a repeated call is one LAUNCHES lookup and a CUDA-graph launch.
 
     brain kernels run gemm --backend sm90 --tests --check       # against the exact reference
     brain kernels run gemm --backend sm90 --benchmarks --bench  # timed, with speed of light
@@ -61,12 +61,6 @@ def prepare_groups(problem: str, groups: list):
                            keep_alive=(table, *held), before=before)
 
 
-def _prepare(data):
-    """Launcher for one input: checks, tiling, tile table, argument conversion, done once per input."""
-    a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
-    return prepare_groups("gemm", [(a, [b], sfa, [sfb], c)])
-
-
 # Launches prepared per distinct input (launch.LaunchCache): the checks, the tiling choice, the tile table
 # and the DSL's argument conversion run once; a repeated call is a key lookup and the launch (worklog section 10).
 LAUNCHES = launch.LaunchCache()
@@ -75,5 +69,6 @@ LAUNCHES = launch.LaunchCache()
 def run(data):
     a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
     key = (id(a), id(b), id(sfa), id(sfb), id(c))
-    (LAUNCHES.get(key) or LAUNCHES.add(key, (a, b, sfa, sfb, c), lambda: _prepare(data)))()
+    (LAUNCHES.get(key) or LAUNCHES.add(key, (a, b, sfa, sfb, c),
+                                      lambda: prepare_groups("gemm", [(a, [b], sfa, [sfb], c)])))()
     return c

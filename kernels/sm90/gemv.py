@@ -21,9 +21,8 @@ from . import host
 from .gemv_kernel import B_ROWS
 
 
-def _prepare(data):
+def _prepare(a, b, sfa, sfb, c):
     """Launcher for one input: checks and argument conversion, done once per input."""
-    a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
     m, half_k, l = a.shape
     k = half_k * 2
     if k % 64:
@@ -42,5 +41,5 @@ LAUNCHES = launch.LaunchCache()
 def run(data):
     a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
     key = (id(a), id(b), id(sfa), id(sfb), id(c))
-    (LAUNCHES.get(key) or LAUNCHES.add(key, (a, b, sfa, sfb, c), lambda: _prepare(data)))()
+    (LAUNCHES.get(key) or LAUNCHES.add(key, (a, b, sfa, sfb, c), lambda: _prepare(a, b, sfa, sfb, c)))()
     return c

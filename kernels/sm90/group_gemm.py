@@ -19,16 +19,11 @@ from ..cute import launch
 from .gemm import prepare_groups
 
 
-def _prepare(data):
-    """Launcher for one input set: checks, tiling, tile table, argument conversion, done once per set."""
-    abc, sf_plain, _sf_perm, _sizes = data
-    return prepare_groups("group_gemm", [(a, [b], sfa, [sfb], c) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain)])
-
-
 LAUNCHES = launch.LaunchCache()
 _LAST = launch.LastGroups()
 
 
 def run(data):
     abc, sf_plain, _sf_perm, _sizes = data
-    return _LAST.run(abc, sf_plain, LAUNCHES, lambda: _prepare(data))  # a repeat: 2 x G identity tests
+    return _LAST.run(abc, sf_plain, LAUNCHES, lambda: prepare_groups(  # a repeat: 2 x G identity tests
+        "group_gemm", [(a, [b], sfa, [sfb], c) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain)]))
