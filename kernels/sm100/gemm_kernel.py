@@ -12,16 +12,9 @@ Data path per output tile (128 x TILE_N):
   epilogue   : 4 warps, TMEM -> registers (tcgen05.ld), fp16 convert (and silu * for dual),
                registers -> shared -> global with a TMA store
 
-Run through the backends gemm.py, dual_gemm.py and group_gemm.py (a GPU of compute capability 10.0), or
-cross-compile on any machine and check the SASS:
-
-    brain kernels run gemm --backend sm100 --tests --check
-    python -m kernels.sm100.sass_check
-
-Constraints: sm_100a (compute capability 10.0 exactly); K % 256 == 0 (whole k-tiles, no residue); N % 8 == 0
-(16-byte rows of C for the TMA store); M any (the TMA zero-fills and clips rows past M); A and B K-major with
-L outermost, rows 32-byte aligned; scales in the permuted 128 x 4 atom layout; tile_n 64, 128 or 256, num_b
-1 or 2, and L = 1 when num_groups > 1.
+Run: `brain kernels run gemm --backend sm100 --tests --check` (compute capability 10.0; dual_gemm, group_gemm
+alike); any machine: `python -m kernels.sm100.sass_check`. Constraints: K % 256 == 0 (whole k-tiles);
+N % 8 == 0 (TMA store of C); M any (TMA clips); A, B K-major, L outermost, 32-byte rows; permuted scales.
 
 These kernels were cross-compiled for sm_100a and their SASS inspected on a CPU machine; they have
 not been run on a Blackwell GPU by this project.

@@ -14,15 +14,9 @@ Work split: one warp per ROWS_PER_WARP rows; each lane owns 32 consecutive K val
 two scale factors) per step, so a warp step covers 1024 K values of each row with fully coalesced
 512-byte row segments. Partial sums are reduced across the warp with butterfly shuffles.
 
-Run through the backend gemv.py (a GPU of compute capability 10.0), or cross-compile on any machine and
-check the SASS:
-
-    brain kernels run gemv --backend sm100 --tests --check
-    python -m kernels.sm100.sass_check gemv
-
-Constraints: sm_100a (compute capability 10.0 exactly); K % 64 == 0 (rows of A and b 32-byte aligned for the
-128-bit loads, scale rows 4-byte aligned); M any (rows past M are clamped on load and never stored); plain
-scales; A, b and the scales K-major with L outermost.
+Run: `brain kernels run gemv --backend sm100 --tests --check` (compute capability 10.0); any machine:
+`python -m kernels.sm100.sass_check gemv` (cross-compile, check the SASS). Constraints: K % 64 == 0 (32-byte
+rows of A and b for the 128-bit loads); M any; plain scales; operands K-major, L outermost.
 
 Compiled for sm_100a and inspected on a CPU machine; not run on a Blackwell GPU by this project.
 """

@@ -40,16 +40,9 @@ decoded A tile feeds twice the MMAs (worklog section 8). Three consumers of one 
 threads; 80 / 144 registers, 40 / 152 with predecode) give dual N3072 128 tiles of 96 columns for
 the 132 SMs instead of 96 of 128 (worklog section 13).
 
-Run through the backends gemm.py, dual_gemm.py and group_gemm.py (a GPU of compute capability 9.0), or
-cross-compile on any machine and check the SASS:
-
-    brain kernels run gemm --backend sm90 --tests --check
-    python -m kernels.sm90.sass_check
-
-Constraints: sm_90a (compute capability 9.0); K % 256 == 0 (TILE_K); N even (fp16 pairs are stored); M any;
-M x K / 2 and N x K / 2 under 2^31 per batch (32-bit row offsets); operands K-major with L outermost, 16-byte
-aligned; plain scales; x_tile a multiple of 16 up to 128, split_k 1, 2, 4 or 8, (consumers, blocks) one of
-REG_SPLIT's.
+Run: `brain kernels run gemm --backend sm90 --tests --check` (compute capability 9.0; dual_gemm, group_gemm
+alike); any machine: `python -m kernels.sm90.sass_check`. Constraints: K % 256 == 0; N even; M any; M x K / 2
+and N x K / 2 under 2^31 per batch; operands K-major, L outermost, 16-byte aligned; plain scales.
 """
 
 from __future__ import annotations

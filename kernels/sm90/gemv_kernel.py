@@ -17,15 +17,9 @@ of A, two scale bytes) per step, so a warp step covers 1024 K values with 512-by
 row segments; UNROLL steps are loaded before any is computed, and partial sums are reduced
 across the warp with butterfly shuffles.
 
-Run through the backend gemv.py (a GPU of compute capability 9.0), or cross-compile on any machine and check
-the SASS:
-
-    brain kernels run gemv --backend sm90 --tests --check
-    python -m kernels.sm90.sass_check
-
-Constraints: sm_90a (compute capability 9.0); K % 64 == 0; M any (rows past M are clamped on load and never
-stored); b has the problem's 128 padded rows, only row 0 is read; plain scales; A, b and the scales K-major
-with L outermost, 16-byte aligned.
+Run: `brain kernels run gemv --backend sm90 --tests --check` (compute capability 9.0); any machine:
+`python -m kernels.sm90.sass_check` (cross-compile, check the SASS). Constraints: K % 64 == 0; M any; b of
+128 rows (row 0 read); plain scales; operands K-major, L outermost, 16-byte aligned.
 """
 
 from __future__ import annotations
