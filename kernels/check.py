@@ -16,8 +16,9 @@ from typing import Optional
 
 import torch
 
+from .formats import SF_VEC_SIZE
+
 TILE = 128  # the tile edge most kernels here use; a failing tile points at one CTA
-BLOCK = 16  # sf_vec_size / MMA fragment width: a failing 16-block points at a scale or fragment bug
 
 
 @dataclass
@@ -129,12 +130,15 @@ def _patterns_2d(bad: torch.Tensor) -> list:
             out.append(f"only the M tail: rows {tail_m}-{m - 1} past the last full 128-row tile")
         if n % TILE and cols[0] >= tail_n:
             out.append(f"only the N tail: cols {tail_n}-{n - 1} past the last full 128-column tile")
-        col_block = _block_of(cols, BLOCK)
+        # One scale block (SF_VEC_SIZE, also an MMA fragment's width): points at a scale or fragment bug.
+        col_block = _block_of(cols, SF_VEC_SIZE)
         if col_block is not None and len(cols) > 1:
-            out.append(f"confined to columns {col_block * BLOCK}-{col_block * BLOCK + BLOCK - 1} (one 16-column block)")
-        row_block = _block_of(rows, BLOCK)
+            out.append(f"confined to columns {col_block * SF_VEC_SIZE}-{col_block * SF_VEC_SIZE + SF_VEC_SIZE - 1} "
+                       "(one 16-column block)")
+        row_block = _block_of(rows, SF_VEC_SIZE)
         if row_block is not None and len(rows) > 1:
-            out.append(f"confined to rows {row_block * BLOCK}-{row_block * BLOCK + BLOCK - 1} (one 16-row block)")
+            out.append(f"confined to rows {row_block * SF_VEC_SIZE}-{row_block * SF_VEC_SIZE + SF_VEC_SIZE - 1} "
+                       "(one 16-row block)")
     return out
 
 

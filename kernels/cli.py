@@ -19,7 +19,8 @@ import json
 import sys
 
 from .errors import KernelsError
-from .problems import DEFAULT_SEED, list_problems, parse_shape
+from .problems import DEFAULT_SEED, list_problems
+from .shapes import parse_shape
 from .registry import describe
 
 # `list` imports no torch (about 1.3 s); `run` imports the runner, and with it torch, when it runs.

@@ -20,7 +20,8 @@ from . import bench as benchmod
 from . import reference as refmod
 from .check import check_output
 from .errors import BackendUnavailable, Busy, KernelsError, MemoryBudgetError
-from .problems import DEFAULT_SEED, get_problem, parse_shape, shape_str
+from .problems import DEFAULT_SEED, get_problem
+from .shapes import shape_str
 from .device import device_info
 from .registry import get_backend
 
@@ -56,58 +57,6 @@ def _parse_device(device) -> torch.device:
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise KernelsError(f"device {device} does not exist ({torch.cuda.device_count()} CUDA device(s) here)")
     return device
-
-
-# Bounds on what an HTTP request may ask for (shapes are bounded by Problem.validate_shape).
-MAX_REQUEST_SHAPES = 16
-MAX_REQUEST_INPUTS = 100
-MAX_REQUEST_REPEATS = 20
-REQUEST_KEYS = {"backend", "shape", "shapes", "check", "bench", "seed", "inputs", "repeats"}
-
-
-def run_request(problem: str, body: dict, progress=None) -> dict:
-    """Validate a JSON request body (the HTTP API's) and run it; errors are KernelsError.
-
-    body: {"backend": str, "shape": {..} | "m=..,n=.." | "tests" | "benchmarks" (default "tests"),
-           "check": bool (default true unless bench), "bench": bool, "seed": int,
-           "inputs": int <= 100, "repeats": int <= 20}
-    """
-    if not isinstance(body, dict):
-        raise KernelsError("request body must be a JSON object")
-    extra = sorted(set(body) - REQUEST_KEYS)
-    if extra:
-        raise KernelsError(f"unknown request field(s): {', '.join(extra)} (allowed: {', '.join(sorted(REQUEST_KEYS))})")
-    backend = body.get("backend")
-    if not isinstance(backend, str) or not backend:
-        raise KernelsError("request needs 'backend' (a backend name, see GET /kernels)")
-    shapes = body.get("shapes", body.get("shape", "tests"))
-    if isinstance(shapes, str) and shapes not in ("tests", "benchmarks"):
-        shapes = [parse_shape(shapes)]  # the CLI's 'k=v,...' form
-    elif isinstance(shapes, dict):
-        shapes = [shapes]
-    if isinstance(shapes, list):
-        if not 1 <= len(shapes) <= MAX_REQUEST_SHAPES or not all(isinstance(x, dict) for x in shapes):
-            raise KernelsError(f"'shapes' must be 1..{MAX_REQUEST_SHAPES} shape objects")
-    elif shapes not in ("tests", "benchmarks"):
-        raise KernelsError("'shape' must be an object, a 'k=v,...' string, 'tests' or 'benchmarks'")
-
-    def _int(key, default, lo, hi):
-        val = body.get(key, default)
-        if isinstance(val, bool) or not isinstance(val, int) or not lo <= val <= hi:
-            raise KernelsError(f"'{key}' must be an integer in {lo}..{hi}")
-        return val
-
-    def _bool(key, default):
-        val = body.get(key, default)
-        if not isinstance(val, bool):
-            raise KernelsError(f"'{key}' must be true or false")
-        return val
-
-    bench = _bool("bench", False)
-    check = _bool("check", not bench)
-    return run(problem, backend, shapes, check=check, bench=bench, seed=_int("seed", DEFAULT_SEED, 0, 2**31 - 1),
-               bench_inputs=_int("inputs", DEFAULT_BENCH_INPUTS, 1, MAX_REQUEST_INPUTS),
-               bench_repeats=_int("repeats", DEFAULT_BENCH_REPEATS, 1, MAX_REQUEST_REPEATS), progress=progress)
 
 
 def _free_bytes(device: torch.device) -> int:

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import kernels
-from kernels import cute_host
+from kernels.cute import arch
 from kernels.errors import BackendUnavailable, ShapeError
 
 PROBLEMS = ["gemv", "gemm", "dual_gemm", "group_gemm"]
@@ -90,7 +90,7 @@ def test_gemm_rejects_permuted_scales_in_another_storage_order():
         gemm.validate(tuple(data))
 
 
-@pytest.mark.skipif(cute_host.device_capability() == (10, 0),
+@pytest.mark.skipif(arch.device_capability() == (10, 0),
                     reason="this machine has a CC 10.0 GPU; the refusal does not apply")
 @pytest.mark.parametrize("m,n,num_b,tile_n", [
     (128, 7168, 1, 64), (128, 4096, 1, 64),  # gemm benchmarks: 56 / 32 tiles of 128 x 128 for 148 SMs
@@ -101,7 +101,7 @@ def test_gemm_rejects_permuted_scales_in_another_storage_order():
 def test_narrow_tiles_only_where_wide_ones_leave_sms_idle(m, n, num_b, tile_n):
     from kernels.sm100.gemm import tile_n_for
 
-    assert tile_n_for(m, n, 1, num_b, cute_host.B200_SM_COUNT) == tile_n
+    assert tile_n_for(m, n, 1, num_b, arch.B200_SM_COUNT) == tile_n
 
 
 def test_run_refuses_without_blackwell_gpu():
@@ -115,15 +115,15 @@ def test_run_refuses_without_blackwell_gpu():
 def test_capability_check_is_exact(monkeypatch):
     # An sm_100a cubin loads only on 10.0: a 10.3 part (B300) or a 9.0 one is refused with a reason.
     for have in ((10, 3), (9, 0), (12, 0)):
-        monkeypatch.setattr(cute_host, "device_capability", lambda have=have: have)
+        monkeypatch.setattr(arch, "device_capability", lambda have=have: have)
         with pytest.raises(BackendUnavailable, match=f"10.0 exactly .* is {have[0]}.{have[1]}"):
-            cute_host.require_capability((10, 0), "sm100")
-    monkeypatch.setattr(cute_host, "device_capability", lambda: (10, 0))
-    cute_host.require_capability((10, 0), "sm100")
+            arch.require_capability((10, 0), "sm100")
+    monkeypatch.setattr(arch, "device_capability", lambda: (10, 0))
+    arch.require_capability((10, 0), "sm100")
 
 
 def _gpu_skip_reason():
-    capability = cute_host.device_capability()
+    capability = arch.device_capability()
     if capability is None:
         return "no CUDA GPU: the sm100 kernels need compute capability 10.0"
     if capability != (10, 0):
