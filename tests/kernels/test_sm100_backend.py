@@ -138,10 +138,10 @@ def _gpu_skip_reason():
 def test_sm100_matches_reference_on_blackwell(problem):
     """Every test shape of the problem through the runner, checked against the exact reference.
 
-    Runs `python -m kernels run PROBLEM --backend sm100 --tests --check --json` in a subprocess:
+    Runs `python -m cli.kernels run PROBLEM --backend sm100 --tests --check --json` in a subprocess:
     the DSL fixes its target arch at first import, and this session may hold cutlass for sm_90a.
     """
-    proc = subprocess.run([sys.executable, "-m", "kernels", "run", problem, "--backend", "sm100", "--tests",
+    proc = subprocess.run([sys.executable, "-m", "cli.kernels", "run", problem, "--backend", "sm100", "--tests",
                            "--check", "--json", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert proc.returncode in (0, 1), f"runner error (exit {proc.returncode}): {proc.stderr[-2000:]}"
     result = json.loads(proc.stdout)

@@ -1,7 +1,10 @@
-"""Command line: ``python -m kernels ...`` (and ``brain kernels ...`` once wired by the lead).
+"""`brain kernels ...`: the NVFP4 problems' backends, checked against the exact reference and timed.
 
-    kernels list [--json]
-    kernels run PROBLEM --backend NAME [--shape k=v,... | --benchmarks | --tests]
+This module imports only `kernels/`, so on a machine with the kernels' dependencies alone (a GPU box without the
+brain's) the same commands run as ``python -m cli.kernels ...``.
+
+    brain kernels list [--json]
+    brain kernels run PROBLEM --backend NAME [--shape k=v,... | --benchmarks | --tests]
                 [--check] [--bench] [--seed N] [--device cpu|cuda] [--inputs N] [--repeats N] [--json]
 
 Shapes: ``--shape m=128,n=7168,k=16384,l=1`` (gemm, dual_gemm), ``--shape m=7168,k=16384,l=1``
@@ -18,10 +21,10 @@ import argparse
 import json
 import sys
 
-from .errors import KernelsError
-from .problems import DEFAULT_SEED, list_problems
-from .shapes import parse_shape
-from .registry import describe
+from kernels.errors import KernelsError
+from kernels.problems import DEFAULT_SEED, list_problems
+from kernels.registry import describe
+from kernels.shapes import parse_shape
 
 # `list` imports no torch (about 1.3 s); `run` imports the runner, and with it torch, when it runs.
 
@@ -101,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
             info = describe()
             print(json.dumps(info, indent=2)) if args.json else _print_list(info)
             return 0
-        from . import runner
+        from kernels import runner
         shapes = ("benchmarks" if args.benchmarks else
                   [parse_shape(s) for s in args.shape] if args.shape else "tests")
         progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -121,6 +124,16 @@ def main(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m kernels", description="NVFP4 problems: list backends, check and benchmark them")
+    parser = argparse.ArgumentParser(prog="python -m cli.kernels",
+                                     description="NVFP4 problems: list backends, check and benchmark them")
     add_arguments(parser)
     return parser
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(build_parser().parse_args()))
+    except BrokenPipeError:  # `python -m cli.kernels list | head`: stop quietly, like other CLIs
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
