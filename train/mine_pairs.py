@@ -516,9 +516,9 @@ def mine(args: argparse.Namespace) -> int:
                 rs["excluded"]["size"] += 1
             else:
                 files.append((path, sha))
-        by_sha = dict((sha, path) for path, sha in files)
-        for sha, text in read_blobs(git_dir, [s for _, s in files]):
-            path = by_sha[sha]
+        # one blob per listed path, in ls-tree order (a blob at several paths is read once per path: its pairs
+        # are equal and go in the de-duplication below)
+        for (path, _sha), (_, text) in zip(files, read_blobs(git_dir, [s for _, s in files])):
             ext = Path(path).suffix.lower()
             if text is None:
                 rs["excluded"]["blob_missing"] += 1
