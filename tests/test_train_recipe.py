@@ -19,13 +19,15 @@ def _load(name: str):
     return mod
 
 
+sys.path.insert(0, str(ROOT / "train"))  # mine_pairs imports pairs, beside it
+pairs = _load("pairs")
 mine = _load("mine_pairs")
 
 
 def test_ident_words():
-    assert mine.ident_words("flash_attn_varlen_fwd") == "flash attn varlen fwd"
-    assert mine.ident_words("splitKVCombine") == "split kv combine"
-    assert mine.ident_words("TMADescriptor") == "tma descriptor"
+    assert pairs.ident_words("flash_attn_varlen_fwd") == "flash attn varlen fwd"
+    assert pairs.ident_words("splitKVCombine") == "split kv combine"
+    assert pairs.ident_words("TMADescriptor") == "tma descriptor"
 
 
 def test_forbidden_and_cute_dsl_rules():
@@ -45,17 +47,17 @@ def test_doc_python_and_c_pairs():
           "follow to pass the size check of one hundred and twenty characters.\n\n## How is the page table laid out?\n\n"
           "Each request owns a list of page indices. The kernel walks the list once per tile. Pages are fixed "
           "size blocks of tokens. A last page may be partly filled, and its length is kept apart.\n")
-    kinds = {k for k, _, _ in mine.doc_pairs(md, ".md", "paged", random.Random(0))}
+    kinds = {k for k, _, _ in pairs.doc_pairs(md, ".md", "paged", random.Random(0))}
     assert {"heading", "question", "ict"} <= kinds
     py = ('def rms_norm_fwd(x, w, eps):\n    """Normalise each row by its root mean square, then scale by w."""\n'
           "    var = (x * x).mean(-1, keepdim=True)\n    y = x * (var + eps).rsqrt()\n    return y * w\n")
-    got = {k: (q, p) for k, q, p in mine.py_pairs(py)}
+    got = {k: (q, p) for k, q, p in pairs.py_pairs(py)}
     assert got["doc2code"][0].startswith("Normalise each row") and '"""' not in got["doc2code"][1]
     assert got["ident"][0] == "rms norm fwd"
     cu = ("// Each warp reduces its 32 lanes with butterfly shuffles before one lane writes shared memory.\n"
           "__device__ float warpReduceSum(float v) {\n  for (int o = 16; o > 0; o >>= 1)\n"
           "    v += __shfl_xor_sync(0xffffffff, v, o);\n  return v;\n}\n")
-    got = {k: (q, p) for k, q, p in mine.c_pairs(cu)}
+    got = {k: (q, p) for k, q, p in pairs.c_pairs(cu)}
     assert got["comment"][0].startswith("Each warp reduces") and "__shfl_xor_sync" in got["comment"][1]
     assert got["ident"][0] == "warp reduce sum"
 

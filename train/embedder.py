@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
-import math
 import random
 import sys
 import time
