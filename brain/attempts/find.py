@@ -91,7 +91,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     for k, s in enumerate(secs):
         if k == 0 and not s.title and s.end < 0:
             continue
-        holds = any(S.mline(lines[i]) for i in range(s.body_start, s.end + 1))
+        holds = bool(S.measurements(lines, T.blocks_of(lines, s.body_start, s.end)))
         spans_of[k] = S.spans(lines, s.body_start, s.end, holds or k in numbered or s.parent in steps_parents)
         blocks = [sp for sp in spans_of[k] if sp.kind == "block"]
         for sp in blocks:

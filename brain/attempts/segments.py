@@ -21,6 +21,12 @@ KEYLINE = re.compile(r"^\s*(?:\*\*)?(?:time|latency|runtime|duration|throughput|
                      r"result|kernel time|gpu time|elapsed|baseline|reference|before|after|now|final)(?:\*\*)?\s*[:=]"
                      r"\s*(?:\*\*)?~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])(?:\s*(?:per|/)\s*\w+)?[^A-Za-z]*$",
                      _I)
+# a line of program output (in a code block): `Naive SGEMM:  156.46 ms, 0.88 TFLOPS`; a line naming a library or
+# a peak reports a reference, not this version
+OUTLINE = re.compile(r"^\s*(?P<key>[A-Za-z][^:=]{0,80}?)\s*[:=]\s*~?\s*" + T.NUMBER_G + r"\s*" + UNIT + r"(?![\w/])", _I)
+OUT_FIG = re.compile(r"(?<![\w.])~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])")
+REFERENCE_KEY = re.compile(r"cubla|cudnn|torch|rocblas|hipblas|reference|\bref\b|peak|theoretical|ratio|speed-?up|"
+                           r"\bvs\b|target|expected|estimat", _I)
 BASELINE = re.compile(r"\b(?:start(?:s|ed)?(?: off)?|begin(?:s|ning)?|starting) (?:off )?(?:with|from) [^.:]{0,60}?"
                       r"\b(?:baseline|reference)\b|^\W*(?:the |our |a )?(?:\w+ ){0,2}(?:baseline|reference)\b"
                       r"(?: (?:kernel|implementation|version|code|solution))? (?:gives|is|runs|takes|measures|achieves)",
@@ -72,6 +78,33 @@ class Span:
 def mline(line: str) -> tuple[float, str] | None:
     m = MLINE.match(line) or KEYLINE.match(line)
     return (T.num(m.group(1)), canonical(m.group(2))) if m else None
+
+
+def out_figures(line: str) -> list[tuple[float, str]]:
+    """The measurements of one line of program output (`Naive SGEMM:  156.46 ms, 0.88 TFLOPS`): none for a
+    line that reports a reference (cuBLAS, peak, a ratio)."""
+    m = OUTLINE.match(line)
+    if not m or REFERENCE_KEY.search(m.group("key")):
+        return []
+    figs = [(T.num(v), canonical(u)) for v, u in OUT_FIG.findall(line[m.end("key"):])]
+    return [(v, u) for v, u in figs if metric_of(u) not in ("other", "speedup")]
+
+
+def measurements(lines: list[str], paras: list[tuple[int, int]]) -> dict[int, tuple[float, str]]:
+    """Measurement lines of the blocks `paras`: in running text `⚡ 1.23 ms`, `Time: 1.23 ms`; in a code block of
+    program output, its one `name: value unit` line, or its one line giving a time and a rate both (the run's
+    summary), read by its rate. Several such lines compare configurations: no one run's measurement."""
+    out: dict[int, tuple[float, str]] = {}
+    for a, b in paras:
+        if T.block_kind(lines, a, b) != "code":
+            out.update({k: m for k in range(a, b + 1) if (m := mline(lines[k]))})
+            continue
+        found = {k: f for k in range(a, b + 1) if (f := out_figures(lines[k]))}
+        both = {k: f for k, f in found.items() if len({metric_of(u) for _, u in f}) > 1}
+        if len(both or found) == 1:
+            k, f = next(iter((both or found).items()))
+            out[k] = ([x for x in f if metric_of(x[1]) != "latency"] or f)[0]
+    return out
 
 
 def _regions(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:
@@ -214,10 +247,11 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
     runs = []  # (first line, last line, index of the paragraph holding the first line)
     k = paras[0][0] if paras else 0
     last = paras[-1][1] if paras else -1
+    ms = measurements(lines, paras)
     while k <= last:
-        if mline(lines[k]):
+        if k in ms:
             j = k
-            while j + 1 <= last and mline(lines[j + 1]):
+            while j + 1 <= last and j + 1 in ms:
                 j += 1
             n = next(i for i, (x, y) in enumerate(paras) if x <= k <= y)
             runs.append((k, j, n))
@@ -233,7 +267,7 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
         start = _intro(lines, paras, n, m0, floor, taken)
         state = []
         for k, i in enumerate(range(m0, m1 + 1)):
-            v, u = mline(lines[i])
+            v, u = ms[i]
             state.append(Fig(f"shape {k + 1}" if m1 > m0 else "", None, v, u, metric_of(u), "", i, "state", k))
         for f in state:
             f.better = make("", None, f.after, f.unit).better

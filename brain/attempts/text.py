@@ -13,6 +13,7 @@ FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 BREAK = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")  # a thematic break
 IMAGE = re.compile(r"^\s*(!\[|<img\b|<p\b[^>]*>\s*$|</p>|<div\b|</div>|\[source code\]|:::)", _I)
 NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,214,240 | 0.125 | 7
+NUMBER_G = "(?:" + NUMBER + ")"
 
 
 @dataclass
