@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from brain.attempts import progressions as P
+from brain.attempts import results as R
 from brain.attempts import segments as S
 from brain.attempts import text as T
 from brain.attempts.fields import FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact
@@ -128,7 +129,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     usable = {k for k, s in enumerate(secs) if k not in hard and not s.parent_attempts
               and _score(RESULTS_HEAD.sub(" ", s.title), T.prose("\n".join(lines[s.body_start:s.end + 1])),
                          lines, s) < 3}
-    steps += P.table_steps(lines, secs, steps, doc_metrics(lines), usable)
+    steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable)
     steps = P.chain(steps)
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}
