@@ -31,6 +31,13 @@ QUALITY_SAME = re.compile(r"\b(accuracy|correctness|outputs?|results?|numerics|q
                           r"stays?|stayed|remains?|remained)?\s*(unchanged|identical|the same|unaffected)", _I)
 SPECULATIVE = re.compile(r"\b(might|would|could|likely|expected|estimated?|probability|proposal|propose[sd]?|"
                          r"pitch|not (yet )?(tried|implemented))\b", _I)
+# what was done, said by its author: not a proposal however many "would"s explain it
+DONE = re.compile(r"\b(?:we|i)\s+(?:\w+ly\s+)?(?:use[ds]?|implement(?:ed)?|introduced?|appl(?:y|ied)|add(?:ed)?|built|"
+                  r"wrote|replaced?|switched|employ(?:ed)?|leverage[ds]?|launch(?:ed)?|perform(?:ed)?|take|took)\b", _I)
+# a purpose or a possibility is no outcome: "to improve performance", "which may hurt occupancy", "improving X"
+INTENT = re.compile(r"\b(?:to|can|could|may|might|should|would|will|aim(?:s|ed)? (?:at|to)|in order to|designed to|"
+                    r"helps?(?: to)?)\s+(?:\w+ly\s+)?(?:further\s+)?(?:improve|speed(?: \w+)? up|boost|hurt|"
+                    r"degrade|slow(?: \w+)? down|reduce|increase|benefit)\w*|\bimproving\b", _I)
 MEASURED = re.compile(r"\bmeasured\b|\bresults?\b|went from|took the", _I)
 PROBLEM_RX = [("dual_gemm", re.compile(r"dual[ _-]?gemm|\bdual M\d", _I)),
               ("group_gemm", re.compile(r"group(ed)?[ _-]?gemm|\bgroup G\d", _I)),
@@ -127,9 +134,9 @@ def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
     if proposal:
         return "proposed"
     text = QUALITY_SAME.sub(" ", text)  # "accuracy is unchanged" says nothing of speed
-    if SPECULATIVE.search(text) and not MEASURED.search(text) and not hint:
+    if SPECULATIVE.search(text) and not MEASURED.search(text) and not hint and not DONE.search(text):
         return "proposed"
-    scrubbed = NEUTRAL.sub(" ", text)
+    scrubbed = INTENT.sub(" ", NEUTRAL.sub(" ", text))
     worse, better, failed = (len(REGRESSED.findall(scrubbed)), len(IMPROVED.findall(scrubbed)),
                              bool(FAILED.search(scrubbed)))
     if hint and NEUTRAL.search(text) and not worse:

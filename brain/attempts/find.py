@@ -65,6 +65,8 @@ class Unit:
 def flag(secs: list[T.Section]) -> None:
     top = [s for s in secs[1:] if s.parent < 0]
     title = top[0] if len(top) == 1 else None  # the document's title ("How to optimize ...") colours nothing
+    if title is not None:
+        title.doc_title = True
     for s in secs[1:]:
         up = secs[s.parent] if s.parent >= 0 else None
         parent = up if up is not title else None  # exclusions and future work are not inherited from the title
@@ -161,7 +163,20 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
             continue
         out += _legacy(lines, s, k, spans_of.get(k, []), covered=k in holding or k in step_secs or k in parts)
     _extend_sections(out, secs)
+    _no_nesting(out)
     return sorted(out, key=lambda u: (u.start, -u.end))
+
+
+def _no_nesting(units: list[Unit]) -> None:
+    """A record holding another one's start ends before it: "the record that overlaps an attempt most" must
+    name one attempt, and a section listing its changes item by item keeps only its introduction."""
+    starts = sorted({u.start for u in units})
+    for u in units:
+        end = max(u.end, u.cite_end)
+        inner = [x for x in starts if u.start < x <= end]
+        if inner:
+            u.end = min(u.end, inner[0] - 1)
+            u.cite_end = -2
 
 
 def _baseline_before(lines: list[str], secs: list[T.Section], numbered: set[int], blocked: set[int]) -> set[int]:
@@ -238,7 +253,7 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
     if s.excluded or covered:
         return _dedupe(out)
     own = T.prose("\n".join(lines[s.body_start:s.end + 1]))
-    if s.parent_attempts or _score(s.title, own, lines, s) >= 3:
+    if s.parent_attempts or _score(s.title, own, lines, s) >= 3 or (not s.doc_title and _states(own, lines, s)):
         out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k))
     return _dedupe(out)
 
@@ -254,15 +269,23 @@ def _dedupe(units: list[Unit]) -> list[Unit]:
 
 def _extend_sections(units: list[Unit], secs: list[T.Section]) -> None:
     """A section record's citation runs over its subsections ("Final table", "Where the time goes") up to the
-    first one that is a record of its own (smaller records inside it keep their own, narrower citations)."""
-    heads = {u.start for u in units if u.kind in ("section", "explicit", "step")}
+    first one that holds a record of its own: records never nest."""
+    starts = sorted(u.start for u in units)
     for u in units:
         if u.kind not in ("section", "step") or (u.step and u.step.kind != "section") or u.cite_end == -2:
             continue
         for d in secs[u.sec + 1:]:
-            if d.level <= secs[u.sec].level or d.start in heads:
+            if d.level <= secs[u.sec].level or any(d.start <= x <= d.end for x in starts):
                 break
             u.cite_end = max(u.cite_end, d.end)
+
+
+def _states(own: str, lines: list[str], s: T.Section) -> bool:
+    """A section whose own text states a measurement (a number with a performance unit, a before -> after pair,
+    a ratio) or a verdict phrase reads as an attempt."""
+    if any(f.kind != "state" or f.metric not in ("other",) for f in text_figures(lines, s.body_start, s.end)):
+        return True
+    return bool(REGRESSED.search(own) or IMPROVED.search(own) or NEUTRAL.search(own) or FAILED.search(own))
 
 
 def _score(title: str, own: str, lines: list[str], s: T.Section) -> int:

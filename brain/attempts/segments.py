@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, make
+from brain.attempts.figures import Fig, make, text_figures
 from brain.attempts.units import UNIT, canonical, metric_of
 
 _I = re.I
@@ -57,6 +57,10 @@ INTRO_FUTURE = re.compile(r"(next steps?|future work|\btodo\b|\bto-do\b|to impro
                           r"what(?:'s| is) next|open questions|lingering issues|remaining (?:issues|questions|work)|"
                           r"ideas? for|could (?:still )?be improved|further (?:improvements?|optimi[sz]ations?|work)|"
                           r"left to try|not yet (?:tried|implemented))[^.!?]*:\s*$", _I)
+# "we employ the following techniques:", "Other performance improvements include:"
+INTRO_APPLIED = re.compile(r"(techniques|optimi[sz]ations|improvements|tricks|changes|modifications)\b[^.!?]{0,40}:\s*$|"
+                           r"\bfollowing\s+(?:\w+\s+)?(techniques|optimi[sz]ations|improvements|tricks)\b[^.!?]*:\s*$",
+                           _I)
 INTRO_DROPPED = re.compile(r"(did(?: not|n't) (?:work|help|pan out)|no gain|dead[- ]ends?|tried and dropped|"
                            r"(?:things|ideas|what) (?:i|we) tried|failed attempts?|not worth|did not improve)[^.!?]*:\s*$",
                            _I)
@@ -124,11 +128,21 @@ def _paragraphs(lines: list[str], a: int, b: int) -> list[tuple[int, int]]:
     """Blocks of a..b; a block whose every line is a whole paragraph (long, sentence-final, or a hard break)
     is cut into its lines."""
     out = []
-    for x, y in T.blocks_of(lines, a, b):
+    for x, y in _intro_cut(lines, T.blocks_of(lines, a, b)):
         ls = lines[x:y + 1]
         whole = y > x and T.block_kind(lines, x, y) == "prose" and all(
             line.endswith("  ") or (len(line) > 150 and re.search(r"[.!?:)]\s*$", line)) for line in ls[:-1])
         out += [(k, k) for k in range(x, y + 1) if lines[k].strip()] if whole else [(x, y)]
+    return out
+
+
+def _intro_cut(lines: list[str], blocks: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """A sentence ending in ':' with its list right under it (no blank line between) is two blocks."""
+    out = []
+    for x, y in blocks:
+        k = next((k for k in range(x, y) if lines[k].rstrip().endswith(":") and not T.LIST_ITEM.match(lines[k])
+                  and T.LIST_ITEM.match(lines[k + 1])), None)
+        out += [(x, k), (k + 1, y)] if k is not None and T.block_kind(lines, x, y) == "prose" else [(x, y)]
     return out
 
 
@@ -140,6 +154,11 @@ def spans(lines: list[str], start: int, end: int, progression: bool) -> list[Spa
     for a, b in _regions(lines, start, end):
         paras = _paragraphs(lines, a, b)
         units = _own_units(lines, paras, progression)
+        if any(u.kind == "tried" and u.head >= 0 for u in units):
+            # beside the changes a sentence lists, a paragraph that measures one is a unit too
+            units += [Span("tried", x, y, _title(" ".join(lines[x:y + 1]))) for x, y in paras
+                      if T.block_kind(lines, x, y) == "prose" and not any(u.start <= x <= u.end for u in units)
+                      and any(f.kind != "state" for f in text_figures(lines, x, y))]
         out += units
         out += _measured(lines, paras, units, a)
     return sorted(out, key=lambda s: s.start)
@@ -157,6 +176,14 @@ def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool
             continue
         last = lines[y].rstrip()
         intro = INTRO_FUTURE.search(last) or INTRO_DROPPED.search(last)
+        if not intro and INTRO_APPLIED.search(last) and n + 1 < len(paras) and T.LIST_ITEM.match(lines[paras[n + 1][0]]):
+            listed = [sp for sp in _listed(lines, paras[n + 1:], "tried", "tried")
+                      if re.match(r"^\s*(?:[-*+•]|\d+[.)])\s+\*\*", lines[sp.start])]  # named: `- **Name:** ...`
+            for sp in listed:
+                sp.head = x
+            out += listed
+            skip_until = max([s.end for s in listed], default=skip_until)
+            continue
         if intro and n + 1 < len(paras):
             hint = "proposed" if INTRO_FUTURE.search(last) and not INTRO_DROPPED.search(last) else "neutral"
             listed = _listed(lines, paras[n + 1:], "proposal" if hint == "proposed" else "dead-end", hint)

@@ -30,6 +30,7 @@ class Section:
     future: bool = False
     parent_attempts: bool = False
     under_excluded: bool = False  # excluded because a heading over it is
+    doc_title: bool = False  # the one top heading: what it holds before its subsections is the document's lead
     last: int = -1  # last line of the subtree (set by sections())
 
 
