@@ -12,7 +12,7 @@ from brain.attempts import progressions as P
 from brain.attempts import results as R
 from brain.attempts import segments as S
 from brain.attempts import text as T
-from brain.attempts.fields import FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact
+from brain.attempts.fields import DONE, FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact
 from brain.attempts.figures import text_figures
 from brain.attempts.tables import table_figures
 
@@ -281,11 +281,15 @@ def _extend_sections(units: list[Unit], secs: list[T.Section]) -> None:
 
 
 def _states(own: str, lines: list[str], s: T.Section) -> bool:
-    """A section whose own text states a measurement (a number with a performance unit, a before -> after pair,
-    a ratio) or a verdict phrase reads as an attempt."""
-    if any(f.kind != "state" or f.metric not in ("other",) for f in text_figures(lines, s.body_start, s.end)):
+    """A section whose own text states a change measured (a before -> after pair, a ratio), or says what its
+    author did and states a measurement (a number with a performance unit) or a verdict phrase, reads as an
+    attempt."""
+    figs = text_figures(lines, s.body_start, s.end)
+    if any(f.before is not None for f in figs):
         return True
-    return bool(REGRESSED.search(own) or IMPROVED.search(own) or NEUTRAL.search(own) or FAILED.search(own))
+    if not (DONE.search(own) or S.ATTEMPT_VERB.search(own)):
+        return False
+    return bool(figs or REGRESSED.search(own) or IMPROVED.search(own) or NEUTRAL.search(own) or FAILED.search(own))
 
 
 def _score(title: str, own: str, lines: list[str], s: T.Section) -> int:
