@@ -128,6 +128,12 @@ def techniques(*texts: str, fallback: str = "") -> list[str]:
     return sorted(tags)
 
 
+def says_outcome(text: str) -> bool:
+    """Does the text state how something went (not what it was meant to do, nor how correct it stayed)?"""
+    text = INTENT.sub(" ", QUALITY_SAME.sub(" ", text))
+    return bool(REGRESSED.search(text) or IMPROVED.search(text) or NEUTRAL.search(text) or FAILED.search(text))
+
+
 def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
     """The verdict of a record no figure decides, from its words. `hint`: what holds the record says of it
     (`tried`: it was done, so not a proposal; `neutral`: an item of a no-gain list)."""

@@ -12,7 +12,7 @@ from brain.attempts import progressions as P
 from brain.attempts import results as R
 from brain.attempts import segments as S
 from brain.attempts import text as T
-from brain.attempts.fields import DONE, FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact
+from brain.attempts.fields import DONE, FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact, says_outcome
 from brain.attempts.figures import text_figures
 from brain.attempts.tables import table_figures
 
@@ -95,7 +95,8 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         if k == 0 and not s.title and s.end < 0:
             continue
         holds = bool(S.measurements(lines, T.blocks_of(lines, s.body_start, s.end)))
-        spans_of[k] = S.spans(lines, s.body_start, s.end, holds or k in numbered or s.parent in steps_parents)
+        spans_of[k] = S.spans(lines, s.body_start, s.end,
+                              holds or k in numbered or s.parent in steps_parents or s.future)
         blocks = [sp for sp in spans_of[k] if sp.kind == "block"]
         for sp in blocks:
             st = P.Step("block", sp.title, sp.start, sp.end, k, set(), sp.state, sp.pairs, sp.baseline)
@@ -162,9 +163,27 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
             out += _span_units(spans_of.get(k, []), s, k)
             continue
         out += _legacy(lines, s, k, spans_of.get(k, []), covered=k in holding or k in step_secs or k in parts)
+    out += _siblings(lines, secs, out, holding | step_secs | parts | hard)
     _extend_sections(out, secs)
     _no_nesting(out)
     return sorted(out, key=lambda u: (u.start, -u.end))
+
+
+def _siblings(lines: list[str], secs: list[T.Section], units: list[Unit], blocked: set[int]) -> list[Unit]:
+    """The subsections of one section are parts of one story: beside a subsection that reads as an attempt, a
+    sibling that says what its author did is one too ("Inverse transform sampling" beside "Rejection sampling")."""
+    recorded = {u.sec for u in units if u.kind in ("section", "step", "explicit")}
+    out = []
+    for k, s in enumerate(secs):
+        up = s.parent
+        if k in recorded or k in blocked or s.excluded or s.future or up <= 0 or secs[up].doc_title:
+            continue
+        if not any(c in recorded for c in secs[up].children):
+            continue
+        own = T.prose("\n".join(lines[s.body_start:s.end + 1]))
+        if DONE.search(own):
+            out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k))
+    return out
 
 
 def _no_nesting(units: list[Unit]) -> None:
@@ -289,7 +308,7 @@ def _states(own: str, lines: list[str], s: T.Section) -> bool:
         return True
     if not (DONE.search(own) or S.ATTEMPT_VERB.search(own)):
         return False
-    return bool(figs or REGRESSED.search(own) or IMPROVED.search(own) or NEUTRAL.search(own) or FAILED.search(own))
+    return bool(figs) or says_outcome(own)
 
 
 def _score(title: str, own: str, lines: list[str], s: T.Section) -> int:

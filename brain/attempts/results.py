@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, make
+from brain.attempts.figures import Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
 from brain.attempts.tables import cell_number, cell_unit
 from brain.attempts.units import header_metric, header_unit
@@ -148,18 +148,31 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             elif len(st.state) == 1 and close(st.state[0], figs(r)[0]):
                 st.table_before = above
     for sec, found in segments.items():
-        _cut(lines, secs[sec], found)
+        out += _cut(lines, secs[sec], sec, found)
     return out
 
 
-def _cut(lines: list[str], s: T.Section, found: list[tuple[Step, T.Table]]) -> None:
+def _cut(lines: list[str], s: T.Section, sec: int, found: list[tuple[Step, T.Table]]) -> list[Step]:
     """A section whose tables each add one row: each step runs from where the one before it ended (the section's
-    heading for the first) through its table and the paragraph of comment after it; the last one to the end."""
+    heading for the first) through its table and the paragraph of comment after it; the last one to the end,
+    unless the text after it measures a change of its own (a before -> after pair, a ratio): that is the next
+    step."""
     start = s.start
     for n, (st, t) in enumerate(found):
         st.start = start
         st.end = s.last if n + 1 == len(found) else _comment_end(lines, t.end, found[n + 1][1].line)
         start = st.end + 1
+    st, t = found[-1]
+    end = _comment_end(lines, t.end, s.end + 1)
+    rest = [f for f in text_figures(lines, end + 1, s.end, states=False) if f.before is not None]
+    if not rest or end >= s.end:
+        return []
+    st.end = end
+    first = next((a for a, b in T.blocks_of(lines, end + 1, s.end) if T.block_kind(lines, a, b) == "prose"), end + 1)
+    title = re.split(r"(?<=[.!?:])\s", T.clean(lines[first]), maxsplit=1)[0][:90]
+    nxt = Step("segment", title, end + 1, s.last, sec, set(), [], [f for f in rest if f.kind != "ratio"])
+    nxt.ratios = [f for f in rest if f.kind == "ratio"][:1]
+    return [nxt]
 
 
 def _comment_end(lines: list[str], after: int, limit: int) -> int:

@@ -48,7 +48,8 @@ OUTCOME = re.compile(DEAD_END.pattern + r"|did(?: not|n't) (?:manage|improve)|ha
                      r"improvement|\bslower\b|\bfaster\b|\bcrash|\bfailed\b", _I)
 ATTEMPT_VERB = re.compile(r"\b(tried|try|trying|consider|considered|attempt|experiment|instead|would be to|"
                           r"the usual way|we (?:also )?(?:use|used|add|added|switch|switched))\b", _I)
-PROPOSAL = re.compile(r"\b(next steps\b|as (?:a|the) next step|in the future|future work|left for (?:future|later)|not the end of|"
+PROPOSAL = re.compile(r"\b((?:in|for) (?:the|a|our) (?:next|future|follow-up|upcoming|later) (?:blog )?(?:post|part|article|"
+                      r"installment|blog)|next steps\b|as (?:a|the) next step|in the future|future work|left for (?:future|later)|not the end of|"
                       r"another improvement|could be (?:further )?improved|it would make sense to|worth (?:trying|a try)|"
                       r"we plan to|i would (?:like to )?(?:try|add|use|remove)|one could (?:also )?(?:choose|try|use|"
                       r"borrow)|one might also|encourage (?:interested )?readers|remains? to be (?:tried|done))\b", _I)
