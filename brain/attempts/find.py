@@ -44,7 +44,10 @@ BASELINE_WORDS = re.compile(r"\b(baseline|starting point|reference|naive|eager|o
 RESULTS_HEAD = re.compile(r"\b(results?|progress|benchmarks?|performance|measurements?)\b", _I)
 VERDICT_LINE = re.compile(r"^\*\*Verdict:\*\*\s*(improved|regressed|neutral|failed|proposed|inconclusive)\s*$")
 STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
-TODO = re.compile(r"^\s*(?:[-*+]\s+)?\**TODO\**\s*:?\s*(.+)$")
+TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|next steps?|recommendation|suggestion|"
+                  r"follow-?up)[*_]{0,2}\s*:)[*_]{0,2}\s*(.+)$")
+# a list item marked as not done yet: `- [Utilizing Tensor Cores](#) [TBA]`, `- FP8 path (coming soon)`
+MARKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+?)\s*[\[(]\s*(?:TBA|TBD|TODO|WIP|coming soon|planned)\s*[\])]\s*$", _I)
 GAIN_COL = re.compile(r"expected|gain|speed-?up|impact|estimate|budget|potential|upper bound|headroom", _I)
 
 
@@ -266,9 +269,13 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
                                 hint="neutral" if NO_GAIN_HEAD.search(s.title) else ""))
         return _dedupe(out)
     for i in range(s.body_start, s.end + 1):
-        m = TODO.match(lines[i])
+        m = TODO.match(lines[i]) or MARKED.match(lines[i])
         if m and i not in taken:
-            out.append(Unit("proposal", T.clean(m.group(1))[:90], s.path, i, i, sec=k))
+            title = T.clean(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1)))  # a link: its text
+            j, indent = i, len(lines[i]) - len(lines[i].lstrip())
+            while j + 1 <= s.end and lines[j + 1].strip() and len(lines[j + 1]) - len(lines[j + 1].lstrip()) > indent:
+                j += 1  # its sub-items
+            out.append(Unit("proposal", title[:90], s.path, i, j, sec=k))
     if s.excluded or covered:
         return _dedupe(out)
     own = T.prose("\n".join(lines[s.body_start:s.end + 1]))
