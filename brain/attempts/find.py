@@ -18,10 +18,10 @@ from brain.attempts.tables import table_figures
 
 _I = re.I
 EXCLUDED = re.compile(r"\b(rules?|references?|appendix|tags|how to|profile|specifications?|targets?|questions?|"
-                      r"running|methodology|(?<!access )(?<!memory )patterns?|constraints?|design|overview|"
+                      r"running|methodology|(?<!access )(?<!memory )patterns?|constraints?|overview|"
                       r"final table|what bounds|"
                       r"testing strategy|risks?|closing|final verdict|contents|gap analysis|key takeaways?|"
-                      r"takeaways|implementation|key discovery|hardware|theoretical|theory|background|"
+                      r"takeaways|key discovery|hardware|theoretical|theory|background|"
                       r"conclusions?|summary|disclaimers?|acknowledg\w*|license|introduction|prerequisites|"
                       r"setup|format|environment|installation|evidence|related work|prior (art|work)|literature|"
                       r"further reading)\b|^why\b|^(总结|前言|背景|参考)", _I)
