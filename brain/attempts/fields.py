@@ -92,10 +92,15 @@ def labelled(lines: list[str], start: int, end: int) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=512)
+def _problem_counts(t: str) -> dict[str, int]:
+    """Mentions of each problem in `t` (a document's text is counted once, however many records ask)."""
+    return {name: len(rx.findall(t)) for name, rx in PROBLEM_RX if rx.search(t)}
+
+
 def problem(title: str, text: str, context: list[str], doc_title: str, doc_text: str) -> str:
     """The most-mentioned problem of the first text that names one; a tie between several is the gemm family."""
-    def counts(t: str) -> dict[str, int]:
-        return {name: len(rx.findall(t)) for name, rx in PROBLEM_RX if rx.search(t)}
+    counts = _problem_counts
     for t in (title, text, *reversed(context), doc_title):
         c = counts(t)
         if c:

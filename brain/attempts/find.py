@@ -197,8 +197,7 @@ def _no_nesting(units: list[Unit]) -> None:
         end = max(u.end, u.cite_end)
         inner = [x for x in starts if u.start < x <= end]
         if inner:
-            u.end = min(u.end, inner[0] - 1)
-            u.cite_end = -2
+            u.end, u.cite_end = min(u.end, inner[0] - 1), min(end, inner[0] - 1)
 
 
 def _baseline_before(lines: list[str], secs: list[T.Section], numbered: set[int], blocked: set[int]) -> set[int]:
@@ -295,13 +294,13 @@ def _dedupe(units: list[Unit]) -> list[Unit]:
 
 def _extend_sections(units: list[Unit], secs: list[T.Section]) -> None:
     """A section record's citation runs over its subsections ("Final table", "Where the time goes") up to the
-    first one that holds a record of its own: records never nest."""
-    starts = sorted(u.start for u in units)
+    first one that is a record of its own (and, records never nesting, up to the first record inside them)."""
+    heads = {u.start for u in units if u.kind in ("section", "explicit", "step")}
     for u in units:
         if u.kind not in ("section", "step") or (u.step and u.step.kind != "section") or u.cite_end == -2:
             continue
         for d in secs[u.sec + 1:]:
-            if d.level <= secs[u.sec].level or any(d.start <= x <= d.end for x in starts):
+            if d.level <= secs[u.sec].level or d.start in heads:
                 break
             u.cite_end = max(u.cite_end, d.end)
 
