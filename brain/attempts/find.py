@@ -169,6 +169,9 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     out += _siblings(lines, secs, out, holding | step_secs | parts | hard)
     _extend_sections(out, secs)
     _no_nesting(out)
+    # a section whose text is all its records' (cut down to its heading) is no record of its own
+    out = [u for u in out if u.kind not in ("section", "explicit") or any(
+        lines[i].strip() and not T.BREAK.match(lines[i]) for i in range(u.start + 1, max(u.end, u.cite_end) + 1))]
     return sorted(out, key=lambda u: (u.start, -u.end))
 
 

@@ -120,9 +120,14 @@ def identifiers(lines: list[str], a: int, b: int) -> set[str]:
 
 
 def item_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
-    """List items naming numbered steps (`- Level 03 (11 TFLOPs): shared memory`), two or more of one kind."""
+    """List items naming numbered steps (`- Level 03 (11 TFLOPs): shared memory`), two or more of one kind; else
+    three or more items that each state one measurement in one metric (`2. Fused kernel: 14.8 us`)."""
     found = []
-    for a, b, text in T.items(lines, s.body_start, s.end):
+    listed = T.items(lines, s.body_start, s.end)
+    measured = _measured_items(lines, listed, k)
+    if measured:
+        return measured
+    for a, b, text in listed:
         head = re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", text).replace("**", "")
         nm = step_name(head)
         if nm:
@@ -137,6 +142,25 @@ def item_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
         title = T.clean(re.sub(r"\s*\(~?\s*[\d.,]+\s*" + UNIT + r"\)", "", head))[:90]  # "(6 TFLOPs)" is its figure
         out.append(Step("item", title, a, b, k, {f"{nm[0]}{nm[1]}{nm[2]}"}, [f for f in figs if f.before is None],
                         [f for f in figs if f.before is not None]))
+    return out
+
+
+def _measured_items(lines: list[str], listed: list, k: int) -> list[Step]:
+    found = []
+    for a, b, text in listed:
+        figs = [f for f in text_figures(lines, a, b) if f.kind in ("state", "pair")]
+        if len(figs) == 1:
+            found.append((a, b, text, figs[0]))
+    metrics = [f.metric for *_, f in found]
+    top = max(dict.fromkeys(metrics), key=metrics.count) if metrics else None
+    found = [x for x in found if x[3].metric == top]
+    if len(found) < 3 or step_name(re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", found[0][2]).replace("**", "")):
+        return []
+    out = []
+    for a, b, text, f in found:
+        title = T.clean(re.split(r":\s|\s[-—]+\s|\s\(", re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", text))[0])[:90]
+        st = Step("item", title, a, b, k, {norm(title)}, [f] if f.before is None else [], [f] if f.before is not None else [])
+        out.append(st)
     return out
 
 

@@ -21,6 +21,9 @@ from brain.attempts.units import header_metric, header_unit
 
 _I = re.I
 BASE_ROW = re.compile(r"\b(baseline|reference|ref)\b", _I)
+NUMBERED_ROW = re.compile(r"^\W*\d{1,3}\s*[:.)]\s*\w*?[^\W\d_]")  # `4: 1D Blocktiling`
+LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
+                         r"vendor|library|sota)\b", _I)
 
 
 def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | None:
@@ -111,7 +114,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
         while sec > 0 and PART.match(secs[sec].title) and secs[sec].parent > 0:
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
-        variants = [r for r in new if r[2] not in by_name and not BASE_ROW.search(r[1])]
+        variants = [r for r in new if r[2] not in by_name and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
                 and (step_name(variants[0][1]) or befores[variants[0][0]]) \
                 and not any(st.section == sec and st.kind != "segment" for st in steps + out):
@@ -124,7 +127,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             segments.setdefault(sec, []).append((st, t))
             by_name[r[2]] = st
             continue
-        named = [r for r in variants if step_name(r[1])]
+        named = [r for r in variants if step_name(r[1]) or NUMBERED_ROW.match(T.clean(r[1]))]
         if len(variants) >= 2 and sec in usable and (bases or len(named) == len(variants)):
             text_col = next((c for c in range(1, len(t.header)) if c != col and all(
                 c < len(cs) and cell_number(cs[c]) is None and cs[c].strip() for _, cs in t.rows)), None)

@@ -106,7 +106,7 @@ HTML_HEAD = re.compile(r"^\s*<h([1-6])\b[^>]*>(.*?)(?:</h\1>)?\s*$", _I)
 BOLD_HEAD = re.compile(r"^\s{0,3}(\*\*|__)(?!\s)([^*_]{2,80}?)(?<!\s)\1\s*:?\s*$")
 # a bold line that labels a field of a written record, or shouts a sentence, is no heading
 NOT_HEAD = re.compile(r"^\W*(hypothesis|expected|estimate|changes?( made)?|attempted|lessons?|learning|takeaway|fix|"
-                      r"verdict|problem|techniques|result|supersedes|before|after|bad|good|baseline|current|note)\b"
+                      r"verdict|problem|techniques|result|supersedes)\b"
                       r"|[.!?]\W*$", _I)
 
 
