@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 
 from brain.attempts import text as T
-from brain.attempts.units import TIME_UNITS, UNIT, better_of, canonical, metric_of
+from brain.attempts.units import UNIT, better_of, canonical, metric_of
 
 _I = re.I
 N = r"~?\s*(" + T.NUMBER + r")"
@@ -25,9 +25,7 @@ _END = r"(?!\d|\.\d)"
 ARROW = re.compile(r"(?<![\d.,])" + N + _U + r"\s*(?:→|->|=>|⟶|➜|⇒)\s*" + N + _U + _END)
 FROM_TO = re.compile(r"\bfrom\s+" + N + _U + r"\s+(?:down |up )?to\s+" + N + _U + r"(?!\d|\.\d|-)", _I)
 VS = re.compile(r"(?<![\d.\-–,])" + N + _U + r"\s+(?:vs\.?|versus)\s+" + N + _U + _END, _I)
-_LIST = r"((?:\d+(?:\.\d+)?\s*[/·]\s*)*\d+(?:\.\d+)?)"
 _TU = r"\s*(µs|μs|us|ms|ns)?"
-LIST_PAREN = re.compile(_LIST + _TU + r"\s*\((?:section \d+|before|was|previously|baseline)\s*:?\s*" + _LIST + r"\)", _I)
 LIST_VS = re.compile(r"((?:\d+(?:\.\d+)?\s*[/·]\s*)+\d+(?:\.\d+)?)" + _TU + r"[^.\n;]{0,50}?\bvs\.?\s+"
                      r"((?:\d+(?:\.\d+)?\s*[/·]\s*)+\d+(?:\.\d+)?)", _I)
 OVER = re.compile(r"\b(?:improvement|speed-?up|gain|faster|better|increase|boost|up)\s+(?:over|from|compared (?:to|with)|"
@@ -194,11 +192,11 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
                          text[m.end():m.end() + 30]))
         taken.append((m.start(), m.end()))
 
-    for rx in (LIST_VS, LIST_PAREN):  # "after / after vs before / before", "after (section N: before)"
+    for rx in (LIST_VS,):  # "after / after vs before / before"
         for m in rx.finditer(text):
             xs = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", m.group(1))]
             ys = [float(y) for y in re.findall(r"\d+(?:\.\d+)?", m.group(3))]
-            if len(xs) == len(ys) and (len(xs) > 1 or rx is LIST_PAREN) and free(m.start(), m.end()):
+            if len(xs) == len(ys) and len(xs) > 1 and free(m.start(), m.end()):
                 unit = canonical(m.group(2) or "") or near_unit(m)
                 for x, y in zip(xs, ys):
                     add(m, m.start(), y, x, unit)
@@ -375,7 +373,3 @@ def figure_verdict(dec: Fig, group: list[Fig], neutral_words: bool) -> str | Non
             return "improved" if up else "regressed"
         return "neutral"
     return "improved" if g > 0 else "regressed"
-
-
-def timed(figs: list[Fig]) -> bool:
-    return any(f.unit in TIME_UNITS and f.before is not None for f in figs)

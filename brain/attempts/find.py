@@ -40,7 +40,6 @@ NO_GAIN_HEAD = re.compile(r"no gain|did(n't| not) (help|work|pan out)|dead[- ]en
 PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b", _I)
 ATTEMPT_HEAD = re.compile(r"attempt|\bround \d|\boption [a-z]\b|\btry\b|\btried\b|experiment|revert|failure|"
                           r"\bresults?\b|progress|\bpass\b|\bversions?\b|\bbug\b", _I)
-BASELINE_WORDS = re.compile(r"\b(baseline|starting point|reference|naive|eager|original)\b", _I)
 RESULTS_HEAD = re.compile(r"\b(results?|progress|benchmarks?|performance|measurements?)\b", _I)
 VERDICT_LINE = re.compile(r"^\*\*Verdict:\*\*\s*(improved|regressed|neutral|failed|proposed|inconclusive)\s*$")
 STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
@@ -114,8 +113,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     stated = P.stated_siblings(lines, secs, hard | holding | parts | numbered)
     # a tutorial step's own subsections (not Problem / Results parts) are steps too
     stated |= {c for k in stated for c in secs[k].children if not P.PART.match(secs[c].title) and c not in hard}
-    based = _baseline_before(lines, secs, numbered, hard | holding | parts)
-    for k in sorted((numbered | stated | based) - holding - parts):
+    for k in sorted((numbered | stated) - holding - parts):
         s = secs[k]
         end = _step_end(secs, k, parts)
         figs = text_figures(lines, s.body_start, end) + table_figures(lines, s.body_start, end)[0]
@@ -126,7 +124,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         state = [f for f in figs if f.before is None and f.kind == "state"][:1]
         pairs = [f for f in figs if f.before is not None and f.kind != "ratio"]
         st = P.Step("section", s.title, s.start, end, k, names, state, pairs,
-                    k in based or bool(re.search(r"\b(baseline|reference)\b", s.title, _I)))
+                    bool(re.search(r"\b(baseline|reference)\b", s.title, _I)))
         st.ratios = [f for f in figs if f.kind == "ratio"][:1]  # "This doubles the performance"
         st.group = (s.parent, nm[0]) if k in numbered and nm else None
         steps.append(st)
@@ -201,21 +199,6 @@ def _no_nesting(units: list[Unit]) -> None:
         inner = [x for x in starts if u.start < x <= end]
         if inner:
             u.end, u.cite_end = min(u.end, inner[0] - 1), min(end, inner[0] - 1)
-
-
-def _baseline_before(lines: list[str], secs: list[T.Section], numbered: set[int], blocked: set[int]) -> set[int]:
-    """The sibling section just before a run of numbered steps that measures the starting point ("Baseline",
-    "Starting point: the eager version runs at 25.5 tokens/s"): the chain's first state."""
-    out = set()
-    for k in numbered:
-        prev = [j for j, s in enumerate(secs) if j and s.parent == secs[k].parent and s.start < secs[k].start]
-        if not prev or prev[-1] in numbered or prev[-1] in blocked:
-            continue
-        s = secs[prev[-1]]
-        states = [f for f in text_figures(lines, s.body_start, s.end) if f.kind == "state"]
-        if len(states) == 1 and BASELINE_WORDS.search(s.title + " " + " ".join(lines[s.body_start:s.end + 1])):
-            out.add(prev[-1])
-    return out
 
 
 def _step_end(secs: list[T.Section], k: int, parts: set[int]) -> int:

@@ -1,16 +1,15 @@
 """Progressions: numbered steps (kernel_3, Optimization 5, reduce3, Level 07, v4, Round 2, "Kernel 2 - tiling m=4")
-as headings, list items or table rows; sibling sections that each report one measurement; results tables joined
-to their steps by name; and the chain that gives each step its baseline (the step before it, unless the text
-names another: a `Baseline` row, "the reference kernel gives us:")."""
+as headings or list items; list items and sibling sections that each report one measurement; and the chain that
+gives each step its baseline (the step before it, unless the text names another: a `Baseline` row, "the
+reference kernel gives us:"). Results tables are results.py."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, make, text_figures
-from brain.attempts.tables import cell_number, cell_unit
-from brain.attempts.units import UNIT, header_metric, header_unit
+from brain.attempts.figures import Fig, text_figures
+from brain.attempts.units import UNIT
 
 _I = re.I
 NAME = re.compile(r"^\W*(?P<prefix>(?:[a-z]+[ _-]?){0,2}?[a-z\u4e00-\u9fff]+?)[ _#-]*(?P<n>\d{1,3})(?P<sub>[a-z])?"

@@ -139,7 +139,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                 out.append(st)
             continue
         for n, r in enumerate(rows):
-            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None) or _by_title(r[2], steps)
+            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None)
             if st is None or st.pairs or st.kind != "section":
                 continue
             # a summary table is a progression too: the row above a step's row is its baseline (or the
@@ -188,11 +188,3 @@ def _comment_end(lines: list[str], after: int, limit: int) -> int:
 
 def _col_unit(t: T.Table, c: int) -> str:
     return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r)))
-
-
-def _by_title(key: str, steps: list[Step]) -> Step | None:
-    """`+ speculative decoding` joins `Step 3: Speculative decoding`: the one step section whose title holds it."""
-    if len(key) < 4:
-        return None
-    hits = [st for st in steps if st.kind == "section" and key in norm(st.title)]
-    return hits[0] if len(hits) == 1 else None
