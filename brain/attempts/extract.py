@@ -134,12 +134,13 @@ RULES = [
     ("verdict", "the deciding figure by its direction: a change under 2% (3% with a no-gain phrase) is neutral, "
                 "unless every shape that moved beyond 2% moved one way; else improved / regressed"),
     ("verdict", "a step measured with nothing before it: inconclusive"),
-    ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed); "
-                "in a dead-end list or a tried paragraph a no-gain phrase -> neutral, failure words -> failed; "
-                "a no-gain phrase -> neutral; crash / hang / wrong results / precision / bug / 'doesn't fit' words "
-                "alone -> failed; more regression than improvement words -> regressed; improvement words -> "
-                "improved; a dead-end list's item -> neutral; else inconclusive ('accuracy is unchanged' says "
-                "nothing of speed)"),
+    ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "
+                "a progression's step, nor text that says what its author did); in a dead-end list or a tried "
+                "paragraph a no-gain phrase -> neutral, failure words -> failed; a no-gain phrase -> neutral; crash "
+                "/ hang / wrong results / precision / bug / 'doesn't fit' words alone -> failed; more regression "
+                "than improvement words -> regressed; improvement words -> improved (not words of purpose or "
+                "possibility: 'to improve', 'may hurt', 'improving'); a dead-end list's item -> neutral; else "
+                "inconclusive ('accuracy is unchanged' says nothing of speed)"),
     ("scope", "gpu, dtype, shape: the deciding figure's size, else the first mention in the record's text, then in "
               "each heading up its path, else the one the document names most (a GPU model before an "
               "architecture; a dtype in code counts too; 3-d sizes before 2-d ones, which may be tiles)"),
@@ -314,6 +315,8 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
             verdict = "inconclusive"  # measured, with nothing before it to compare against
         if verdict is None:
             verdict = F.word_verdict(prose, False, u.hint)
+            if verdict == "proposed" and u.kind == "step":
+                verdict = "inconclusive"  # a step of a progression was done, however it is explained
     out = [f.as_dict() for f in figs]
     if dec is not None and not explicit:
         d = dec.as_dict()
