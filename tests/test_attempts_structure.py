@@ -178,3 +178,10 @@ def test_a_table_of_added_changes_measures_the_sections_it_names():
     recs = by_start(CUMULATIVE)
     assert fig(recs[5]) == (2400.0, 2950.0, "tokens/s") and fig(recs[9]) == (2950.0, 3500.0, "tokens/s")
     assert recs[9].title == "CUDA graphs for decode" and recs[9].verdict == "improved"
+
+
+def test_a_column_adding_to_another_is_its_after():
+    from brain.attempts.tables import table_figures
+    text = "| Batch | vLLM (ms) | vLLM + fused (ms) |\n|---|---|---|\n| 1 | 10.0 | 8.0 |\n| 8 | 20.0 | 15.0 |"
+    figs = table_figures(text.splitlines(), 0, 3)[0]
+    assert [(f.before, f.after, f.unit) for f in figs] == [(10.0, 8.0, "ms"), (20.0, 15.0, "ms")]
