@@ -108,7 +108,7 @@ def parts(secs: list[T.Section], steps: set[int]) -> set[int]:
         stack = list(secs[k].children)
         while stack:
             c = stack.pop()
-            if seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or c in out:
+            if seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or secs[c].bold or c in out:
                 out.add(c)
                 stack += secs[c].children
     return out

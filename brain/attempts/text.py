@@ -31,6 +31,7 @@ class Section:
     parent_attempts: bool = False
     under_excluded: bool = False  # excluded because a heading over it is
     doc_title: bool = False  # the one top heading: what it holds before its subsections is the document's lead
+    bold: bool = False  # opened by a line that is all bold: inside a step, a part of it
     last: int = -1  # last line of the subtree (set by sections())
 
 
@@ -90,7 +91,7 @@ def sections(lines: list[str], suffix: str) -> list[Section]:
         stack = [k for k in stack if out[k].level < h.level]
         title = clean(h.title)
         sec = Section([out[k].title for k in stack] + [title], h.level, title, h.start, h.end + 1, end,
-                      parent=stack[-1] if stack else -1)
+                      parent=stack[-1] if stack else -1, bold=h.kind == "bold")
         out.append(sec)
         if stack:
             out[stack[-1]].children.append(len(out) - 1)
@@ -129,7 +130,7 @@ def _more_headings(lines: list[str], blocks: list) -> list:
                     and not re.search(r"\d\s*(%|[a-z]+/s\b|ms\b|us\b|µs)", bold.group(2), _I) \
                     and (n + 1 == len(blocks) or blocks[n + 1].kind in ("prose", "heading")):
                 # a line of its own, over text or a list (over a table or code it is the caption)
-                out.append(Block("heading", b.start, b.start, min(level + 1, 6), bold.group(2).strip().rstrip(":")))
+                out.append(Block("bold", b.start, b.start, min(level + 1, 6), bold.group(2).strip().rstrip(":")))
     return out
 
 
