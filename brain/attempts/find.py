@@ -99,7 +99,8 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         holds = bool(S.measurements(lines, T.blocks_of(lines, s.body_start, s.end)))
         spans_of[k] = S.spans(lines, s.body_start, s.end,
                               holds or k in numbered or s.parent in steps_parents or s.future)
-        blocks = [sp for sp in spans_of[k] if sp.kind == "block"]
+        # a step's parts (Problem / Results, a bold subheading) measure the step: no steps of their own
+        blocks = [sp for sp in spans_of[k] if sp.kind == "block" and k not in parts]
         for sp in blocks:
             st = P.Step("block", sp.title, sp.start, sp.end, k, set(), sp.state, sp.pairs, sp.baseline)
             if len(blocks) == 1 and k and not any(lines[i].strip() for i in range(s.body_start, sp.start)):
