@@ -45,7 +45,8 @@ RULES = [
     ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
              "Round 2, v4, Step 1, 优化技巧1; or one identifier: reduce3, kernel_3) shared by a sibling with another "
              "number, where one of them measures something; its Problem / Solution / Results subsections (and "
-             "titles repeated under sibling steps) are parts of it"),
+             "titles repeated under sibling steps, and bold subheadings) are parts of it: their measurements "
+             "are the step's"),
     ("unit", "list items naming numbered steps, two or more of one kind (`- Level 03 (11 TFLOPs): shared memory`); "
              "else three or more items of one list that each state one measurement in one metric (`2. Fused "
              "kernel: 14.8 us`)"),
