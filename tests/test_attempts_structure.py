@@ -187,13 +187,6 @@ def test_a_column_adding_to_another_is_its_after():
     assert [(f.before, f.after, f.unit) for f in figs] == [(10.0, 8.0, "ms"), (20.0, 15.0, "ms")]
 
 
-def test_a_table_of_shapes_with_a_speedup_column_measures_its_section():
-    text = ("# GEMM\n\n## Performance\n\nWe tuned the FP8 GEMM.\n\n| M | N | Speedup |\n|---|---|---|\n"
-            "| 64 | 2112 | 2.7x |\n| 128 | 7168 | 1.4x |\n| 4096 | 7168 | 1.1x |\n")
-    (rec,) = extract(text, "w.md", "t")
-    assert fig(rec) == (1.0, 1.4, "x") and rec.verdict == "improved"  # the median over its shapes
-
-
 def test_a_bold_subheading_inside_a_numbered_step_is_part_of_it():
     text = ("# K\n\n## Kernel 1: naive\n\nTime: 10 ms\n\n## Kernel 2: tiling\n\nWe tile the loop.\n\n"
             "**Profiling notes**\n\nThe kernel is now compute bound.\n\nTime: 8 ms\n")

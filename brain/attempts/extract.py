@@ -73,8 +73,7 @@ RULES = [
     ("unit", "a section with a `**Verdict:**` line (a written record)"),
     ("unit", "a section scoring >= 3 (attempt word in its heading +2, labelled field +1 each, a before -> after "
              "figure with a direction +3, a verdict word +1); a section (not the document's lead) whose own text "
-             "states a before -> after pair or a ratio (in its text or tables), or says what its author did ('we "
-             "use', 'I added', 'we fused') and "
+             "states a before -> after pair or a ratio, or says what its author did ('we use', 'I added') and "
              "states a measurement or an outcome ('faster', 'no gain'; not a purpose: 'to improve', 'may hurt'); "
              "a child of an Optimizations / Attempts heading, or a subsection that says what was done beside a "
              "sibling that is a record"),
@@ -113,8 +112,7 @@ RULES = [
                 "default against after / new / optimized / ours / with, or `vLLM + fused` beside `vLLM`); two "
                 "configuration columns and a Diff "
                 "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
-                "Baseline table joined by key; a table of shapes with a Speedup column (not one against a "
-                "library): a ratio per shape"),
+                "Baseline table joined by key"),
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
                 "with the baseline its table names (the row above a `+ X` row; the Baseline row of its group, "
                 "`x-direction: Baseline` for "

@@ -296,7 +296,7 @@ def _states(own: str, lines: list[str], s: T.Section) -> bool:
     """A section whose own text states a change measured (a before -> after pair, a ratio), or says what its
     author did and states a measurement (a number with a performance unit) or a verdict phrase, reads as an
     attempt."""
-    figs = text_figures(lines, s.body_start, s.end) + table_figures(lines, s.body_start, s.end)[0]
+    figs = text_figures(lines, s.body_start, s.end)
     if any(f.before is not None for f in figs):
         return True
     if not (DONE.search(own) or S.ATTEMPT_VERB.search(own)):

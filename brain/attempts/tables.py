@@ -13,9 +13,6 @@ _I = re.I
 BEFORE_COL = re.compile(r"before|baseline|\bold\b|previous|^v\d|section \d+|without|w/o|original|default", _I)
 AFTER_COL = re.compile(r"after|\bnow\b|\bnew\b|optimi[sz]ed|\bours\b|\bwith\b|\w\s*\+\s*\w", _I)
 DIFF_COL = re.compile(r"\bdiff|Δ|\bdelta\b|\bchange\b|差", _I)
-SPEEDUP_COL = re.compile(r"speed-?up|加速比", _I)
-LIBRARY_COL = re.compile(r"cublas|cudnn|cutlass|torch|triton|rocblas|hipblas|vendor|library|\bvs\b|over|than", _I)
-SHAPE_CELL = re.compile(r"\d+\s*[x×]\s*\d+|[mnkb]\s*=\s*\d+|\b(?:batch|bs|seq|shape|size)\b", _I)
 DIFF_ROW = re.compile(r"^(difference|diff|delta|Δ|change|gain|saving|差|差值)\b", _I)
 
 
@@ -64,7 +61,7 @@ def table_figures(lines: list[str], start: int, end: int) -> tuple[list[Fig], st
                 if hb and ha:
                     change = f"{hb.group(1)} → {ha.group(1)}"
             continue
-        figs += _diff_table(header, rows) + _diff_rows(header, rows) + _speedups(header, rows)
+        figs += _diff_table(header, rows) + _diff_rows(header, rows)
         # a "Baseline" table (key, time), then tables with the same keys and a time column
         time_col = next((k for k, h in enumerate(header) if k > 0 and re.search(r"time|µs|μs|\bus\b", h, _I)), None)
         if time_col is None:
@@ -79,20 +76,6 @@ def table_figures(lines: list[str], start: int, end: int) -> tuple[list[Fig], st
                     figs.append(make(f"{T.clean(header[0])} {T.clean(c[0])}", baseline[c[0]][0], v[0],
                                      cell_unit(header[time_col], *rows[0][1][1:]), row_line))
     return figs, change
-
-
-def _speedups(header: list[str], rows: list) -> list[Fig]:
-    """A table of shapes with a Speedup column (not one against a library): a ratio per shape."""
-    col = next((k for k, h in enumerate(header) if k and SPEEDUP_COL.search(h) and not LIBRARY_COL.search(h)), None)
-    if col is None or any(re.search(r"[^\W\d_]{3}", T.clean(c[0])) and not SHAPE_CELL.search(c[0]) for _, c in rows):
-        return []  # rows naming variants are steps (results.py), not shapes of one change
-    out = []
-    for row_line, c in rows:
-        v = cell_number(c[col]) if col < len(c) else None
-        if v:
-            out.append(make(" ".join(T.clean(x) for x in c[:col] if cell_number(x) is not None)[:60] or c[0],
-                            1.0, v, "x", row_line, "ratio"))
-    return out
 
 
 def _bare(header: str) -> str:
