@@ -180,13 +180,6 @@ def test_a_table_of_added_changes_measures_the_sections_it_names():
     assert recs[9].title == "CUDA graphs for decode" and recs[9].verdict == "improved"
 
 
-def test_a_column_adding_to_another_is_its_after():
-    from brain.attempts.tables import table_figures
-    text = "| Batch | vLLM (ms) | vLLM + fused (ms) |\n|---|---|---|\n| 1 | 10.0 | 8.0 |\n| 8 | 20.0 | 15.0 |"
-    figs = table_figures(text.splitlines(), 0, 3)[0]
-    assert [(f.before, f.after, f.unit) for f in figs] == [(10.0, 8.0, "ms"), (20.0, 15.0, "ms")]
-
-
 def test_a_bold_subheading_inside_a_numbered_step_is_part_of_it():
     text = ("# K\n\n## Kernel 1: naive\n\nTime: 10 ms\n\n## Kernel 2: tiling\n\nWe tile the loop.\n\n"
             "**Profiling notes**\n\nThe kernel is now compute bound.\n\nTime: 8 ms\n")

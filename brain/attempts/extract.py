@@ -108,9 +108,7 @@ RULES = [
     ("figures", "a number with a performance unit outside any pair is a state (what this version measures) unless "
                 "its clause names a reference: cuBLAS, torch, peak, theoretical, SOL, 'up to', an estimate, a "
                 "budget"),
-    ("figures", "tables: a before and an after column (per row, per `·` value; before / baseline / old / without / "
-                "default against after / new / optimized / ours / with, or `vLLM + fused` beside `vLLM`); two "
-                "configuration columns and a Diff "
+    ("figures", "tables: a before and an after column (per row, per `·` value); two configuration columns and a Diff "
                 "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
                 "Baseline table joined by key"),
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "

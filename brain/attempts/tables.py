@@ -10,8 +10,8 @@ from brain.attempts.figures import Fig, make
 from brain.attempts.units import UNIT, canonical
 
 _I = re.I
-BEFORE_COL = re.compile(r"before|baseline|\bold\b|previous|^v\d|section \d+|without|w/o|original|default", _I)
-AFTER_COL = re.compile(r"after|\bnow\b|\bnew\b|optimi[sz]ed|\bours\b|\bwith\b|\w\s*\+\s*\w", _I)
+BEFORE_COL = re.compile(r"before|baseline|\bold\b|previous|^v\d|section \d+", _I)
+AFTER_COL = re.compile(r"after|\bnow\b|\bnew\b|optimi[sz]ed", _I)
 DIFF_COL = re.compile(r"\bdiff|Δ|\bdelta\b|\bchange\b|差", _I)
 DIFF_ROW = re.compile(r"^(difference|diff|delta|Δ|change|gain|saving|差|差值)\b", _I)
 
@@ -41,9 +41,6 @@ def table_figures(lines: list[str], start: int, end: int) -> tuple[list[Fig], st
         header, rows = t.header, t.rows
         before = next((k for k, h in enumerate(header) if BEFORE_COL.search(h)), None)
         after = next((k for k, h in enumerate(header) if k != before and AFTER_COL.search(h)), None)
-        if before is None and after is not None:  # `vLLM (ms) | vLLM + fused (ms)`: the configuration it adds to
-            bare = _bare(header[after]).split("+")[0]
-            before = next((k for k, h in enumerate(header) if 0 < k != after and _bare(h) and bare == _bare(h)), None)
         unit_col = next((k for k, h in enumerate(header) if h.strip().lower() == "unit"), None)
         intro = T.paragraph_before(lines, t.line)
         if before is not None and after is not None:
@@ -76,11 +73,6 @@ def table_figures(lines: list[str], start: int, end: int) -> tuple[list[Fig], st
                     figs.append(make(f"{T.clean(header[0])} {T.clean(c[0])}", baseline[c[0]][0], v[0],
                                      cell_unit(header[time_col], *rows[0][1][1:]), row_line))
     return figs, change
-
-
-def _bare(header: str) -> str:
-    """A column heading without its unit and markup: `vLLM + fused (ms)` -> `vllm+fused`."""
-    return re.sub(r"[^\w+]", "", re.sub(r"[(\[][^)\]]*[)\]]", "", T.clean(header))).lower()
 
 
 def _diff_table(header: list[str], rows: list) -> list[Fig]:
