@@ -152,34 +152,6 @@ def test_a_document_lead_is_no_record_and_siblings_of_an_attempt_are_attempts():
     assert [(r.start_line, r.verdict) for r in recs] == [(7, "inconclusive"), (11, "improved")]
 
 
-CUMULATIVE = """# Serving on B300
-
-## Optimizations
-
-### FP8 KV cache
-
-We store the KV cache in FP8.
-
-### CUDA graphs for decode
-
-We capture the decode step.
-
-## Results
-
-| Configuration | Throughput (tok/s) |
-|---|---|
-| Baseline | 2,400 |
-| + FP8 KV cache | 2,950 |
-| + CUDA graphs | 3,500 |
-"""
-
-
-def test_a_table_of_added_changes_measures_the_sections_it_names():
-    recs = by_start(CUMULATIVE)
-    assert fig(recs[5]) == (2400.0, 2950.0, "tokens/s") and fig(recs[9]) == (2950.0, 3500.0, "tokens/s")
-    assert recs[9].title == "CUDA graphs for decode" and recs[9].verdict == "improved"
-
-
 def test_a_bold_subheading_inside_a_numbered_step_is_part_of_it():
     text = ("# K\n\n## Kernel 1: naive\n\nTime: 10 ms\n\n## Kernel 2: tiling\n\nWe tile the loop.\n\n"
             "**Profiling notes**\n\nThe kernel is now compute bound.\n\nTime: 8 ms\n")

@@ -63,9 +63,7 @@ RULES = [
              "beside a Baseline row, or all naming numbered steps (Kernel 2 - m=4, `4: 1D Blocktiling`), a step "
              "each (library rows such as cuBLAS are none); one in a section of its own, the step its text up to "
              "the table describes (a section with several such tables is cut at them, and its text after the "
-             "last one, when it measures a change of its own, is the next step); in a table beside a Baseline "
-             "row or of `+ X` rows, a row naming a section elsewhere (`+ FP8 KV cache`) is that section's "
-             "measurement"),
+             "last one, when it measures a change of its own, is the next step)"),
     ("unit", "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
              "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
              "record ends before the first record inside it, and a section left with nothing but its heading is "
@@ -112,8 +110,7 @@ RULES = [
                 "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
                 "Baseline table joined by key"),
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
-                "with the baseline its table names (the row above a `+ X` row; the Baseline row of its group, "
-                "`x-direction: Baseline` for "
+                "with the baseline its table names (the Baseline row of its group, `x-direction: Baseline` for "
                 "`x-direction: VEC_LEN=2`; else the table's Baseline row; else the row above it that an earlier "
                 "table measured); a step introduced as the baseline / reference starts a chain; a measurement "
                 "equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating the previous "

@@ -4,11 +4,10 @@ row is measured against.
 A row is new when no earlier table of the document named it. New rows are steps: in a step's own table, that
 step's measurement; a sweep (two or more new rows beside a Baseline row, or rows naming numbered steps), a step
 per row; one new row in a section of its own, the step that section's text up to the table describes (a section
-with several such tables is cut at them); in a table of changes (beside a Baseline row, or of `+ X` rows), a row
-naming a section elsewhere is that section's measurement. Each row's baseline: the row above a `+ X` row, the
-Baseline row of its group (`x-direction: Baseline` for `x-direction: VEC_LEN=2`), else the table's Baseline
-row, else the row just above it that an earlier table measured already (the table repeats what the change was
-made on top of). A row naming a step elsewhere (a summary table) joins that step.
+with several such tables is cut at them). Each row's baseline: the Baseline row of its group (`x-direction:
+Baseline` for `x-direction: VEC_LEN=2`), else the table's Baseline row, else the row just above it that an
+earlier table measured already (the table repeats what the change was made on top of). A row naming a step
+elsewhere (a summary table) joins that step.
 """
 from __future__ import annotations
 
@@ -96,12 +95,10 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             return out_
 
         def base_of(r) -> list[Fig] | None:
-            n = rows.index(r)
-            if n and r[1].replace("*", "").strip().startswith("+"):
-                return figs(rows[n - 1])  # `+ CUDA graphs` adds to the row above it
             same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
             if same or bases:
                 return figs((same or bases)[0]) if (same or bases)[0] is not r else None
+            n = rows.index(r)
             return figs(rows[n - 1]) if n and rows[n - 1][2] in seen else None
 
         befores = {r[0]: base_of(r) for r in new}
@@ -118,18 +115,6 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         while sec > 0 and PART.match(secs[sec].title) and secs[sec].parent > 0:
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
         variants = [r for r in new if r[2] not in by_name and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
-        joined = []
-        changes = bases or any(r[1].replace("*", "").strip().startswith("+") for r in rows)
-        for r in variants if changes else []:  # a row naming a section (`+ FP8 KV cache`, "### FP8 KV cache")
-            k = _section_named(secs, r[1], sec, {st.section for st in steps + out})
-            if k is not None:
-                st = Step("section", secs[k].title, secs[k].start, secs[k].end, k, {r[2]}, figs(r, "joined"))
-                st.before = befores[r[0]]
-                out.append(st)
-                joined.append(r)
-        variants = [r for r in variants if r not in joined]
-        if joined and not variants:
-            continue
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
                 and (step_name(variants[0][1]) or befores[variants[0][0]]) \
                 and not any(st.section == sec and st.kind != "segment" for st in steps + out):
@@ -203,14 +188,3 @@ def _comment_end(lines: list[str], after: int, limit: int) -> int:
 
 def _col_unit(t: T.Table, c: int) -> str:
     return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r)))
-
-
-def _section_named(secs: list[T.Section], name: str, here: int, taken: set[int]) -> int | None:
-    """The one section, elsewhere and not yet a step, whose title is what a table row names."""
-    key = norm(re.sub(r"^\W*(?:\+|w/|with)\s*", "", T.clean(name), flags=_I))
-    if len(key) < 4:
-        return None
-    hits = [k for k, s in enumerate(secs) if k and k != here and k not in taken and not s.excluded and not s.future
-            and not s.doc_title
-            and (norm(s.title) == key or (len(key) >= 6 and key in norm(s.title)))]
-    return hits[0] if len(hits) == 1 else None
