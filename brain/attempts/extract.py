@@ -60,7 +60,7 @@ RULES = [
     ("unit", "three or more sibling sections that each report one measurement in one metric, no results table among "
              "them (a tutorial without step numbers), and their own subsections"),
     ("unit", "results-table rows new to the document: in a step's own table, that step's measurement; two or more "
-             "beside a Baseline row, or all naming numbered steps (Kernel 2 - m=4, `4: 1D Blocktiling`), a step "
+             "beside a Baseline row, or all naming numbered steps (Kernel 2 - m=4), a step "
              "each (library rows such as cuBLAS are none); one in a section of its own, the step its text up to "
              "the table describes (a section with several such tables is cut at them, and its text after the "
              "last one, when it measures a change of its own, is the next step)"),
@@ -100,7 +100,7 @@ RULES = [
                 "unless a noun follows it (`909 SASS instructions`); a pair whose sentence names cuBLAS, torch or "
                 "the reference kernel before it is that library's figure"),
     ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`, `the FOM improved by "
-                "68%`, `reduces the sampling time by 50%`, `a 20% reduction in latency`, `slower (~2%)`: before 1, "
+                "68%`, `reduces the sampling time by 50%`, `slower (~2%)`: before 1, "
                 "after the ratio, unit x; a time that moved by a ratio is lower-is-better; N% slower is 1 - N/100) "
                 "only where no absolute figure compares, and not when the sentence compares with a library"),
     ("figures", "a number with a performance unit outside any pair is a state (what this version measures) unless "

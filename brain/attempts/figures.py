@@ -42,9 +42,7 @@ _ABOUT = r"(?:(?:up to|about|around|roughly|approximately|over|more than|nearly|
 RATIO_BY = re.compile(r"\b(?P<verb>improv\w*|speed\w* (?:\w+ )?up|sped (?:\w+ )?up|boost\w*|accelerat\w*|increas\w*|"
                       r"rais\w*|reduc\w*|cut\w*|lower\w*|decreas\w*|drop\w*|sav\w*|shr[ai]nk\w*)\b"
                       r"(?P<obj>[^.;:!?\d]{0,60}?)\bby\s+" + _ABOUT + r"(?P<n>\d+(?:\.\d+)?)\s*(?P<u>%|[x×])(?!\w)", _I)
-# "a 20% reduction in latency", "slightly slower (~2%)"
-RATIO_NOUN = re.compile(r"(?<![\d.\-–])(?P<n>\d+(?:\.\d+)?)\s*(?P<u>%|[x×])\s+(?P<verb>reduction|decrease|drop|increase|"
-                        r"improvement|gain|boost)\s+in\s+(?P<obj>[\w\- ]{1,40})", _I)
+# "slightly slower (~2%)"
 RATIO_PAREN = re.compile(r"\b(?P<verb>faster|slower|quicker|speed-?up|slowdown)\s*\(\s*~?\s*(?P<n>\d+(?:\.\d+)?)\s*"
                          r"(?P<u>%|[x×])\s*\)", _I)
 TIME_WORD = re.compile(r"\b(time|latency|runtime|duration|overhead|cost|cycles|stalls?|traffic)", _I)
@@ -228,7 +226,7 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
         if free(m.start(), m.end()) and not REF_SENTENCE.search(_sentence(text, m.start())):
             p = float(m.group(1)) / 100
             add(m, m.start(), 1.0, round(1 + p if m.group(2) else max(1 - p, 0.0), 4), "x", "ratio")
-    for rx in (RATIO_BY, RATIO_NOUN, RATIO_PAREN):
+    for rx in (RATIO_BY, RATIO_PAREN):
         for m in rx.finditer(text):
             if not free(m.start(), m.end()) or REF_SENTENCE.search(_sentence(text, m.start())):
                 continue

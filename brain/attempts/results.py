@@ -21,7 +21,6 @@ from brain.attempts.units import header_metric, header_unit
 
 _I = re.I
 BASE_ROW = re.compile(r"\b(baseline|reference|ref)\b", _I)
-NUMBERED_ROW = re.compile(r"^\W*\d{1,3}\s*[:.)]\s*\w*?[^\W\d_]")  # `4: 1D Blocktiling`
 LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
                          r"vendor|library|sota)\b", _I)
 
@@ -127,7 +126,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             segments.setdefault(sec, []).append((st, t))
             by_name[r[2]] = st
             continue
-        named = [r for r in variants if step_name(r[1]) or NUMBERED_ROW.match(T.clean(r[1]))]
+        named = [r for r in variants if step_name(r[1])]
         if len(variants) >= 2 and sec in usable and (bases or len(named) == len(variants)):
             text_col = next((c for c in range(1, len(t.header)) if c != col and all(
                 c < len(cs) and cell_number(cs[c]) is None and cs[c].strip() for _, cs in t.rows)), None)
