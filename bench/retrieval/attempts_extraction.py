@@ -4,6 +4,7 @@
     python bench/retrieval/attempts_extraction.py --set worklogs|worklogs_b [--root DIR] [--split tune|report|all]
                                                   [--show] [--json]
     python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md
+    python bench/retrieval/attempts_extraction.py --time docs_corpus/worklog-sm90-kernels.md
 
 An extracted record matches a label when its citation contains the label's line (the smallest such record,
 one to one). Detection: precision = matched records / extracted, recall = matched labels / labels.
@@ -34,6 +35,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -220,9 +222,21 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show", action="store_true", help="print every miss and mismatch")
     ap.add_argument("--rules", action="store_true", help="print the rule table (docs/attempts-rules.md) and stop")
+    ap.add_argument("--time", type=Path, metavar="FILE", help="print how long extracting FILE takes (best of 3 cold runs)")
     args = ap.parse_args()
     if args.rules:
         print(rules_markdown(), end="")
+        return 0
+    if args.time:
+        from brain.attempts import fields, figures
+        text, best = args.time.read_text(encoding="utf-8"), float("inf")
+        for _ in range(3):
+            for cache in (figures._cached, fields._problem_counts, fields._most_named):
+                cache.cache_clear()  # each run reads the document as if for the first time
+            t0 = time.perf_counter()
+            records = extract(text, args.time.name, "bench")
+            best = min(best, time.perf_counter() - t0)
+        print(f"{args.time}: {len(text.splitlines())} lines, {len(records)} records, {best:.2f} s (best of 3 cold runs)")
         return 0
     if args.set in WORKLOG_SETS:
         labels, root = WORKLOG_SETS[args.set]

@@ -22,7 +22,7 @@ from brain.attempts.tables import table_figures
 from brain.attempts.units import canonical
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 4  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 5  # bump when a rule changes: every worklog is re-extracted at the next sync
 PROBLEMS = ("gemv", "gemm", "dual_gemm", "group_gemm", "none")
 VERDICTS = ("improved", "regressed", "neutral", "failed", "proposed", "inconclusive")
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
@@ -40,51 +40,69 @@ def normalize_unit(unit: str) -> str:
 # docs/attempts-rules.md is printed from it: `python bench/retrieval/attempts_extraction.py --rules >
 # docs/attempts-rules.md` (a test keeps them equal).
 RULES = [
+    ("unit", "sections: ATX and setext headings, an HTML `<h1>`-`<h6>` line, a line that is all bold on its own "
+             "over text or a list (one level under the heading it sits in; over a table or code it is a caption)"),
     ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
              "Round 2, v4, Step 1, 优化技巧1; or one identifier: reduce3, kernel_3) shared by a sibling with another "
              "number, where one of them measures something; its Problem / Solution / Results subsections (and "
-             "titles repeated under sibling steps) are parts of it"),
-    ("unit", "list items naming numbered steps, two or more of one kind (`- Level 03 (11 TFLOPs): shared memory`)"),
+             "titles repeated under sibling steps, and bold subheadings) are parts of it: their measurements "
+             "are the step's"),
+    ("unit", "list items naming numbered steps, two or more of one kind (`- Level 03 (11 TFLOPs): shared memory`); "
+             "else three or more items of one list that each state one measurement in one metric (`2. Fused "
+             "kernel: 14.8 us`)"),
     ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
-             "512 tokens/s`): from where the previous step ended (after one paragraph of comment on it) to the "
-             "measurement, plus one paragraph of comment (not one that introduces the next measurement); "
-             "headings, `---` and units of their own bound it; a section's one measured step starts at its "
-             "heading and takes its title; `Before: 1.2 ms` / `After: 0.9 ms` lines are one pair"),
+             "512 tokens/s`) or a code block of program output with one run's `name: value unit` line (a line "
+             "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines are references): from "
+             "where the previous step ended (after one paragraph of comment on it) to the measurement, plus one "
+             "paragraph of comment (not one that introduces the next measurement); headings, `---` and units of "
+             "their own bound it; a section's one measured step starts at its heading and takes its title; "
+             "`Before: 1.2 ms` / `After: 0.9 ms` lines are one pair"),
     ("unit", "three or more sibling sections that each report one measurement in one metric, no results table among "
              "them (a tutorial without step numbers), and their own subsections"),
-    ("unit", "a results-table row: new in a step's own table, that step's measurement; a section whose own table "
-             "adds one named row, that row's step; two or more new rows naming steps, in a section that is not an "
-             "attempt by itself, a step each (a row named Baseline / reference is their baseline, not a step)"),
-    ("unit", "the sibling section just before numbered steps that measures the starting point (baseline, "
-             "starting point, naive, eager, reference): the chain's first step"),
+    ("unit", "results-table rows new to the document: in a step's own table, that step's measurement; two or more "
+             "beside a Baseline row, or all naming numbered steps (Kernel 2 - m=4), a step "
+             "each (library rows such as cuBLAS are none); one in a section of its own, the step its text up to "
+             "the table describes (a section with several such tables is cut at them, and its text after the "
+             "last one, when it measures a change of its own, is the next step)"),
     ("unit", "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
-             "ends before the next steps / dead ends / bugs listed after its measurement"),
+             "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
+             "record ends before the first record inside it, and a section left with nothing but its heading is "
+             "none"),
     ("unit", "a section with a `**Verdict:**` line (a written record)"),
     ("unit", "a section scoring >= 3 (attempt word in its heading +2, labelled field +1 each, a before -> after "
-             "figure with a direction +3, a verdict word +1), or a child of an Optimizations / Attempts heading"),
+             "figure with a direction +3, a verdict word +1); a section (not the document's lead) whose own text "
+             "states a before -> after pair or a ratio, or says what its author did ('we use', 'I added') and "
+             "states a measurement or an outcome ('faster', 'no gain'; not a purpose: 'to improve', 'may hurt'); "
+             "a child of an Optimizations / Attempts heading, or a subsection that says what was done beside a "
+             "sibling that is a record"),
     ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
              "targets / opportunities); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
-             "issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` line"),
+             "issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
+             "`Action:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
+             "`(TODO)`, `(coming soon)`"),
     ("unit", "items under a Tried and dropped / dead ends heading, or introduced by 'things I tried that did not "
-             "work:'"),
+             "work:'; named items (`- **Cache hints:** ...`) introduced as the techniques / optimizations / "
+             "improvements applied ('we employ the following techniques:'), and the paragraphs beside them that "
+             "measure a change"),
     ("unit", "items under a Bugs / issues found / what went wrong heading: the bug, or (Fixed ..., the fix) its fix; "
              "a 'Bug:' / 'found a bug' paragraph in a progression"),
     ("unit", "a paragraph opening with 'Tried' / 'I tried' (with the paragraphs after it that only say how it went); "
-             "in a progression, a dead-end paragraph (an attempt verb and 'did not help', 'performs worse', "
-             "'negate the benefits') and a paragraph proposing further work ('in the future', 'it would make "
-             "sense to')"),
+             "in a progression or a future-work section, a dead-end paragraph (an attempt verb and 'did not "
+             "help', 'performs worse', 'negate the benefits') and a paragraph proposing further work ('in the "
+             "future', 'it would make sense to', 'in the next post we')"),
     ("unit", "a document that pitches one change (Contestant / Proposal / Pitch / RFC title) and measures none: one "
              "record for the whole document"),
-    ("unit", "never by score: sections on references, appendix, setup, background, summary, rules, design, "
-             "how-to, profiles, evidence and the like, nor anything under them; the document's title colours "
-             "nothing under it"),
-    ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a / b vs c / d`, `a (before: b)`, `A ... "
-                "improvement over the B` (B a previous version, not a library); a unitless pair borrows a time unit "
-                "written near it unless a noun follows it (`909 SASS instructions`); a pair whose sentence names "
-                "cuBLAS, torch or the reference kernel before it is that library's figure"),
-    ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`: before 1, after the "
-                "ratio, unit x) only where no absolute figure compares, and not when the sentence compares with a "
-                "library"),
+    ("unit", "never by score: sections on references, appendix, setup, background, summary, rules, how-to, "
+             "profiles, evidence and the like, nor anything under them; the document's title colours nothing "
+             "under it"),
+    ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a / b vs c / d`, `A ... improvement over "
+                "the B` (B a previous version, not a library); a unitless pair borrows a time unit written near it "
+                "unless a noun follows it (`909 SASS instructions`); a pair whose sentence names cuBLAS, torch or "
+                "the reference kernel before it is that library's figure"),
+    ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`, `the FOM improved by "
+                "68%`, `reduces the sampling time by 50%`, `slower (~2%)`: before 1, "
+                "after the ratio, unit x; a time that moved by a ratio is lower-is-better; N% slower is 1 - N/100) "
+                "only where no absolute figure compares, and not when the sentence compares with a library"),
     ("figures", "a number with a performance unit outside any pair is a state (what this version measures) unless "
                 "its clause names a reference: cuBLAS, torch, peak, theoretical, SOL, 'up to', an estimate, a "
                 "budget"),
@@ -92,15 +110,17 @@ RULES = [
                 "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
                 "Baseline table joined by key"),
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
-                "with its table's Baseline row; a step introduced as the baseline / reference starts a chain; a "
-                "measurement equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating "
-                "the previous step's figure is not this step's"),
+                "with the baseline its table names (the Baseline row of its group, `x-direction: Baseline` for "
+                "`x-direction: VEC_LEN=2`; else the table's Baseline row; else the row above it that an earlier "
+                "table measured); a step introduced as the baseline / reference starts a chain; a measurement "
+                "equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating the previous "
+                "step's figure is not this step's"),
     ("figures", "a results table's deciding column: an absolute measure before a ratio, then the metric the "
-                "document's prose quotes most (columns of the same metric and unit are shapes of it); a summary "
-                "row joins a step by name (Kernel 4, kernel_4, kernel4, a "
-                "function the step defines, `4: ...` for step 4, a row name the step's title holds) where the "
-                "step's text gives no figure or a ratio; a summary table is a progression too: the row above the "
-                "step's row (or the table's Baseline row) is its baseline"),
+                "document's prose quotes most (columns of the same metric and unit are shapes of it where their "
+                "headings name sizes, `M=1024 (us)`; `Effective | Achieved bandwidth` are two measures); a "
+                "summary row joins a step by name (Kernel 4, kernel_4, kernel4, a function the step defines, "
+                "`4: ...` for step 4) where the step's text gives no figure or a ratio; a summary table is a "
+                "progression too: the row above the step's row (or the table's Baseline row) is its baseline"),
     ("figure", "the deciding figure, first in figures: a Total / overall / end-to-end row; else a figure the "
                "document's lead or summary headlines (same before and after) or measured at the size its lead "
                "names; else the record's one figure of its most common metric (absolute before ratios); else the "
@@ -115,12 +135,13 @@ RULES = [
     ("verdict", "the deciding figure by its direction: a change under 2% (3% with a no-gain phrase) is neutral, "
                 "unless every shape that moved beyond 2% moved one way; else improved / regressed"),
     ("verdict", "a step measured with nothing before it: inconclusive"),
-    ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed); "
-                "in a dead-end list or a tried paragraph a no-gain phrase -> neutral, failure words -> failed; "
-                "a no-gain phrase -> neutral; crash / hang / wrong results / precision / bug / 'doesn't fit' words "
-                "alone -> failed; more regression than improvement words -> regressed; improvement words -> "
-                "improved; a dead-end list's item -> neutral; else inconclusive ('accuracy is unchanged' says "
-                "nothing of speed)"),
+    ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "
+                "a progression's step, nor text that says what its author did); in a dead-end list or a tried "
+                "paragraph a no-gain phrase -> neutral, failure words -> failed; a no-gain phrase -> neutral; crash "
+                "/ hang / wrong results / precision / bug / 'doesn't fit' words alone -> failed; more regression "
+                "than improvement words -> regressed; improvement words -> improved (not words of purpose or "
+                "possibility: 'to improve', 'may hurt', 'improving'); a dead-end list's item -> neutral; else "
+                "inconclusive ('accuracy is unchanged' says nothing of speed)"),
     ("scope", "gpu, dtype, shape: the deciding figure's size, else the first mention in the record's text, then in "
               "each heading up its path, else the one the document names most (a GPU model before an "
               "architecture; a dtype in code counts too; 3-d sizes before 2-d ones, which may be tiles)"),
@@ -295,6 +316,8 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
             verdict = "inconclusive"  # measured, with nothing before it to compare against
         if verdict is None:
             verdict = F.word_verdict(prose, False, u.hint)
+            if verdict == "proposed" and u.kind == "step":
+                verdict = "inconclusive"  # a step of a progression was done, however it is explained
     out = [f.as_dict() for f in figs]
     if dec is not None and not explicit:
         d = dec.as_dict()

@@ -31,6 +31,13 @@ QUALITY_SAME = re.compile(r"\b(accuracy|correctness|outputs?|results?|numerics|q
                           r"stays?|stayed|remains?|remained)?\s*(unchanged|identical|the same|unaffected)", _I)
 SPECULATIVE = re.compile(r"\b(might|would|could|likely|expected|estimated?|probability|proposal|propose[sd]?|"
                          r"pitch|not (yet )?(tried|implemented))\b", _I)
+# what was done, said by its author: not a proposal however many "would"s explain it
+DONE = re.compile(r"\b(?:we|i)\s+(?:\w+ly\s+)?(?:use[ds]?|implement(?:ed)?|introduced?|appl(?:y|ied)|add(?:ed)?|built|"
+                  r"wrote|replaced?|switched|employ(?:ed)?|leverage[ds]?|launch(?:ed)?|perform(?:ed)?|take|took)\b", _I)
+# a purpose or a possibility is no outcome: "to improve performance", "which may hurt occupancy", "improving X"
+INTENT = re.compile(r"\b(?:to|can|could|may|might|should|would|will|aim(?:s|ed)? (?:at|to)|in order to|designed to|"
+                    r"helps?(?: to)?)\s+(?:\w+ly\s+)?(?:further\s+)?(?:improve|speed(?: \w+)? up|boost|hurt|"
+                    r"degrade|slow(?: \w+)? down|reduce|increase|benefit)\w*|\bimproving\b", _I)
 MEASURED = re.compile(r"\bmeasured\b|\bresults?\b|went from|took the", _I)
 PROBLEM_RX = [("dual_gemm", re.compile(r"dual[ _-]?gemm|\bdual M\d", _I)),
               ("group_gemm", re.compile(r"group(ed)?[ _-]?gemm|\bgroup G\d", _I)),
@@ -85,10 +92,15 @@ def labelled(lines: list[str], start: int, end: int) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=512)
+def _problem_counts(t: str) -> dict[str, int]:
+    """Mentions of each problem in `t` (a document's text is counted once, however many records ask)."""
+    return {name: len(rx.findall(t)) for name, rx in PROBLEM_RX if rx.search(t)}
+
+
 def problem(title: str, text: str, context: list[str], doc_title: str, doc_text: str) -> str:
     """The most-mentioned problem of the first text that names one; a tie between several is the gemm family."""
-    def counts(t: str) -> dict[str, int]:
-        return {name: len(rx.findall(t)) for name, rx in PROBLEM_RX if rx.search(t)}
+    counts = _problem_counts
     for t in (title, text, *reversed(context), doc_title):
         c = counts(t)
         if c:
@@ -121,15 +133,21 @@ def techniques(*texts: str, fallback: str = "") -> list[str]:
     return sorted(tags)
 
 
+def says_outcome(text: str) -> bool:
+    """Does the text state how something went (not what it was meant to do, nor how correct it stayed)?"""
+    text = INTENT.sub(" ", QUALITY_SAME.sub(" ", text))
+    return bool(REGRESSED.search(text) or IMPROVED.search(text) or NEUTRAL.search(text) or FAILED.search(text))
+
+
 def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
     """The verdict of a record no figure decides, from its words. `hint`: what holds the record says of it
     (`tried`: it was done, so not a proposal; `neutral`: an item of a no-gain list)."""
     if proposal:
         return "proposed"
     text = QUALITY_SAME.sub(" ", text)  # "accuracy is unchanged" says nothing of speed
-    if SPECULATIVE.search(text) and not MEASURED.search(text) and not hint:
+    if SPECULATIVE.search(text) and not MEASURED.search(text) and not hint and not DONE.search(text):
         return "proposed"
-    scrubbed = NEUTRAL.sub(" ", text)
+    scrubbed = INTENT.sub(" ", NEUTRAL.sub(" ", text))
     worse, better, failed = (len(REGRESSED.findall(scrubbed)), len(IMPROVED.findall(scrubbed)),
                              bool(FAILED.search(scrubbed)))
     if hint and NEUTRAL.search(text) and not worse:

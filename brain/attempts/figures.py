@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 
 from brain.attempts import text as T
-from brain.attempts.units import TIME_UNITS, UNIT, better_of, canonical, metric_of
+from brain.attempts.units import UNIT, better_of, canonical, metric_of
 
 _I = re.I
 N = r"~?\s*(" + T.NUMBER + r")"
@@ -25,9 +25,7 @@ _END = r"(?!\d|\.\d)"
 ARROW = re.compile(r"(?<![\d.,])" + N + _U + r"\s*(?:→|->|=>|⟶|➜|⇒)\s*" + N + _U + _END)
 FROM_TO = re.compile(r"\bfrom\s+" + N + _U + r"\s+(?:down |up )?to\s+" + N + _U + r"(?!\d|\.\d|-)", _I)
 VS = re.compile(r"(?<![\d.\-–,])" + N + _U + r"\s+(?:vs\.?|versus)\s+" + N + _U + _END, _I)
-_LIST = r"((?:\d+(?:\.\d+)?\s*[/·]\s*)*\d+(?:\.\d+)?)"
 _TU = r"\s*(µs|μs|us|ms|ns)?"
-LIST_PAREN = re.compile(_LIST + _TU + r"\s*\((?:section \d+|before|was|previously|baseline)\s*:?\s*" + _LIST + r"\)", _I)
 LIST_VS = re.compile(r"((?:\d+(?:\.\d+)?\s*[/·]\s*)+\d+(?:\.\d+)?)" + _TU + r"[^.\n;]{0,50}?\bvs\.?\s+"
                      r"((?:\d+(?:\.\d+)?\s*[/·]\s*)+\d+(?:\.\d+)?)", _I)
 OVER = re.compile(r"\b(?:improvement|speed-?up|gain|faster|better|increase|boost|up)\s+(?:over|from|compared (?:to|with)|"
@@ -39,6 +37,16 @@ RATIO_PCT = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*%\s*(?:(faster|speed-?
 RATIO_X = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*[x×]\s*(?:(faster|speed-?up|improvement|better|higher)|"
                      r"(slower|worse))"
                      r"|speed-?up of (\d+(?:\.\d+)?)\s*[x×]", _I)
+_ABOUT = r"(?:(?:up to|about|around|roughly|approximately|over|more than|nearly|almost|a factor of|~)\s*)*"
+# "reduces the overall sampling time by more than 50%", "the FOM improved by 68%", "speeds it up by 1.5x"
+RATIO_BY = re.compile(r"\b(?P<verb>improv\w*|speed\w* (?:\w+ )?up|sped (?:\w+ )?up|boost\w*|accelerat\w*|increas\w*|"
+                      r"rais\w*|reduc\w*|cut\w*|lower\w*|decreas\w*|drop\w*|sav\w*|shr[ai]nk\w*)\b"
+                      r"(?P<obj>[^.;:!?\d]{0,60}?)\bby\s+" + _ABOUT + r"(?P<n>\d+(?:\.\d+)?)\s*(?P<u>%|[x×])(?!\w)", _I)
+# "slightly slower (~2%)"
+RATIO_PAREN = re.compile(r"\b(?P<verb>faster|slower|quicker|speed-?up|slowdown)\s*\(\s*~?\s*(?P<n>\d+(?:\.\d+)?)\s*"
+                         r"(?P<u>%|[x×])\s*\)", _I)
+TIME_WORD = re.compile(r"\b(time|latency|runtime|duration|overhead|cost|cycles|stalls?|traffic)", _I)
+RATE_WORD = re.compile(r"\b(throughput|bandwidth|performance|speed|t?flops|fom|utili[sz]ation|efficiency|hit rate)", _I)
 RATIO_WORD = re.compile(r"\b(doubles|doubled|doubling|triples|tripled|halves|halved)\b(?: the| its)? "
                         r"(performance|throughput|speed|time|latency|runtime|flops|bandwidth)", _I)
 STATE = re.compile(r"(?<![A-Za-z0-9_.,/])" + N + r"\s*(" + UNIT + r")(?![\w/])")
@@ -182,11 +190,11 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
                          text[m.end():m.end() + 30]))
         taken.append((m.start(), m.end()))
 
-    for rx in (LIST_VS, LIST_PAREN):  # "after / after vs before / before", "after (section N: before)"
+    for rx in (LIST_VS,):  # "after / after vs before / before"
         for m in rx.finditer(text):
             xs = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", m.group(1))]
             ys = [float(y) for y in re.findall(r"\d+(?:\.\d+)?", m.group(3))]
-            if len(xs) == len(ys) and (len(xs) > 1 or rx is LIST_PAREN) and free(m.start(), m.end()):
+            if len(xs) == len(ys) and len(xs) > 1 and free(m.start(), m.end()):
                 unit = canonical(m.group(2) or "") or near_unit(m)
                 for x, y in zip(xs, ys):
                     add(m, m.start(), y, x, unit)
@@ -216,8 +224,23 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
             taken.append((lo + p.start(), lo + p.end()))
     for m in RATIO_PCT.finditer(text):
         if free(m.start(), m.end()) and not REF_SENTENCE.search(_sentence(text, m.start())):
-            r = 1 + float(m.group(1)) / 100
-            add(m, m.start(), 1.0, round(r if m.group(2) else 1 / r, 4), "x", "ratio")
+            p = float(m.group(1)) / 100
+            add(m, m.start(), 1.0, round(1 + p if m.group(2) else max(1 - p, 0.0), 4), "x", "ratio")
+    for rx in (RATIO_BY, RATIO_PAREN):
+        for m in rx.finditer(text):
+            if not free(m.start(), m.end()) or REF_SENTENCE.search(_sentence(text, m.start())):
+                continue
+            way = _direction(m.group("verb"), m.groupdict().get("obj") or "")
+            if way is None:
+                continue
+            n, pct = float(m.group("n")), m.group("u") == "%"
+            q = (1 + n / 100 if way[1] > 0 else max(1 - n / 100, 0.0)) if pct else (n if way[1] > 0 else 1 / n)
+            if way[0] == "time":  # a time that changed by a ratio: lower is better
+                figs.append(Fig(_label(text, m.start()), 1.0, round(q, 4), "x", "latency", "lower",
+                                blk.line(m.start()), "ratio"))
+                taken.append((m.start(), m.end()))
+            else:
+                add(m, m.start(), 1.0, round(q, 4), "x", "ratio")
     for m in RATIO_X.finditer(text):
         if free(m.start(), m.end()) and not REF_SENTENCE.search(_sentence(text, m.start())):
             r = float(m.group(1) or m.group(4))
@@ -238,6 +261,21 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
                      text[m.end() - 1:m.end() + 30] if unit == "%" else "")
             figs.append(f)
     return figs
+
+
+def _direction(verb: str, obj: str) -> tuple[str, int] | None:
+    """What a ratio measures and which way it moved: ("rate", +1) for "improved the FOM by", ("time", -1) for
+    "reduces the sampling time by"; None when the words do not say."""
+    v = verb.lower()
+    if re.match(r"improv|speed|sped|boost|accelerat|faster|quicker", v):
+        return "rate", 1
+    if re.match(r"slower|slowdown", v):
+        return "rate", -1
+    kind = "time" if TIME_WORD.search(obj) else "rate" if RATE_WORD.search(obj) else None
+    if kind is None:
+        return None
+    up = bool(re.match(r"increas|rais|gain", v))
+    return kind, 1 if up else -1
 
 
 def _shape(text: str) -> str:
@@ -333,7 +371,3 @@ def figure_verdict(dec: Fig, group: list[Fig], neutral_words: bool) -> str | Non
             return "improved" if up else "regressed"
         return "neutral"
     return "improved" if g > 0 else "regressed"
-
-
-def timed(figs: list[Fig]) -> bool:
-    return any(f.unit in TIME_UNITS and f.before is not None for f in figs)

@@ -9,18 +9,19 @@ from collections import Counter
 from dataclasses import dataclass
 
 from brain.attempts import progressions as P
+from brain.attempts import results as R
 from brain.attempts import segments as S
 from brain.attempts import text as T
-from brain.attempts.fields import FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact
+from brain.attempts.fields import DONE, FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact, says_outcome
 from brain.attempts.figures import text_figures
 from brain.attempts.tables import table_figures
 
 _I = re.I
 EXCLUDED = re.compile(r"\b(rules?|references?|appendix|tags|how to|profile|specifications?|targets?|questions?|"
-                      r"running|methodology|(?<!access )(?<!memory )patterns?|constraints?|design|overview|"
+                      r"running|methodology|(?<!access )(?<!memory )patterns?|constraints?|overview|"
                       r"final table|what bounds|"
                       r"testing strategy|risks?|closing|final verdict|contents|gap analysis|key takeaways?|"
-                      r"takeaways|implementation|key discovery|hardware|theoretical|theory|background|"
+                      r"takeaways|key discovery|hardware|theoretical|theory|background|"
                       r"conclusions?|summary|disclaimers?|acknowledg\w*|license|introduction|prerequisites|"
                       r"setup|format|environment|installation|evidence|related work|prior (art|work)|literature|"
                       r"further reading)\b|^why\b|^(总结|前言|背景|参考)", _I)
@@ -39,11 +40,13 @@ NO_GAIN_HEAD = re.compile(r"no gain|did(n't| not) (help|work|pan out)|dead[- ]en
 PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b", _I)
 ATTEMPT_HEAD = re.compile(r"attempt|\bround \d|\boption [a-z]\b|\btry\b|\btried\b|experiment|revert|failure|"
                           r"\bresults?\b|progress|\bpass\b|\bversions?\b|\bbug\b", _I)
-BASELINE_WORDS = re.compile(r"\b(baseline|starting point|reference|naive|eager|original)\b", _I)
 RESULTS_HEAD = re.compile(r"\b(results?|progress|benchmarks?|performance|measurements?)\b", _I)
 VERDICT_LINE = re.compile(r"^\*\*Verdict:\*\*\s*(improved|regressed|neutral|failed|proposed|inconclusive)\s*$")
 STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
-TODO = re.compile(r"^\s*(?:[-*+]\s+)?\**TODO\**\s*:?\s*(.+)$")
+TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|next steps?|recommendation|suggestion|"
+                  r"follow-?up)[*_]{0,2}\s*:)[*_]{0,2}\s*(.+)$")
+# a list item marked as not done yet: `- [Utilizing Tensor Cores](#) [TBA]`, `- FP8 path (coming soon)`
+MARKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+?)\s*[\[(]\s*(?:TBA|TBD|TODO|WIP|coming soon|planned)\s*[\])]\s*$", _I)
 GAIN_COL = re.compile(r"expected|gain|speed-?up|impact|estimate|budget|potential|upper bound|headroom", _I)
 
 
@@ -64,6 +67,8 @@ class Unit:
 def flag(secs: list[T.Section]) -> None:
     top = [s for s in secs[1:] if s.parent < 0]
     title = top[0] if len(top) == 1 else None  # the document's title ("How to optimize ...") colours nothing
+    if title is not None:
+        title.doc_title = True
     for s in secs[1:]:
         up = secs[s.parent] if s.parent >= 0 else None
         parent = up if up is not title else None  # exclusions and future work are not inherited from the title
@@ -91,9 +96,11 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     for k, s in enumerate(secs):
         if k == 0 and not s.title and s.end < 0:
             continue
-        holds = any(S.mline(lines[i]) for i in range(s.body_start, s.end + 1))
-        spans_of[k] = S.spans(lines, s.body_start, s.end, holds or k in numbered or s.parent in steps_parents)
-        blocks = [sp for sp in spans_of[k] if sp.kind == "block"]
+        holds = bool(S.measurements(lines, T.blocks_of(lines, s.body_start, s.end)))
+        spans_of[k] = S.spans(lines, s.body_start, s.end,
+                              holds or k in numbered or s.parent in steps_parents or s.future)
+        # a step's parts (Problem / Results, a bold subheading) measure the step: no steps of their own
+        blocks = [sp for sp in spans_of[k] if sp.kind == "block" and k not in parts]
         for sp in blocks:
             st = P.Step("block", sp.title, sp.start, sp.end, k, set(), sp.state, sp.pairs, sp.baseline)
             if len(blocks) == 1 and k and not any(lines[i].strip() for i in range(s.body_start, sp.start)):
@@ -107,8 +114,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     stated = P.stated_siblings(lines, secs, hard | holding | parts | numbered)
     # a tutorial step's own subsections (not Problem / Results parts) are steps too
     stated |= {c for k in stated for c in secs[k].children if not P.PART.match(secs[c].title) and c not in hard}
-    based = _baseline_before(lines, secs, numbered, hard | holding | parts)
-    for k in sorted((numbered | stated | based) - holding - parts):
+    for k in sorted((numbered | stated) - holding - parts):
         s = secs[k]
         end = _step_end(secs, k, parts)
         figs = text_figures(lines, s.body_start, end) + table_figures(lines, s.body_start, end)[0]
@@ -119,7 +125,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         state = [f for f in figs if f.before is None and f.kind == "state"][:1]
         pairs = [f for f in figs if f.before is not None and f.kind != "ratio"]
         st = P.Step("section", s.title, s.start, end, k, names, state, pairs,
-                    k in based or bool(re.search(r"\b(baseline|reference)\b", s.title, _I)))
+                    bool(re.search(r"\b(baseline|reference)\b", s.title, _I)))
         st.ratios = [f for f in figs if f.kind == "ratio"][:1]  # "This doubles the performance"
         st.group = (s.parent, nm[0]) if k in numbered and nm else None
         steps.append(st)
@@ -128,7 +134,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     usable = {k for k, s in enumerate(secs) if k not in hard and not s.parent_attempts
               and _score(RESULTS_HEAD.sub(" ", s.title), T.prose("\n".join(lines[s.body_start:s.end + 1])),
                          lines, s) < 3}
-    steps += P.table_steps(lines, secs, steps, doc_metrics(lines), usable)
+    steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable)
     steps = P.chain(steps)
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}
@@ -159,23 +165,41 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
             out += _span_units(spans_of.get(k, []), s, k)
             continue
         out += _legacy(lines, s, k, spans_of.get(k, []), covered=k in holding or k in step_secs or k in parts)
+    out += _siblings(lines, secs, out, holding | step_secs | parts | hard)
     _extend_sections(out, secs)
+    _no_nesting(out)
+    # a section whose text is all its records' (cut down to its heading) is no record of its own
+    out = [u for u in out if u.kind not in ("section", "explicit") or any(
+        lines[i].strip() and not T.BREAK.match(lines[i]) for i in range(u.start + 1, max(u.end, u.cite_end) + 1))]
     return sorted(out, key=lambda u: (u.start, -u.end))
 
 
-def _baseline_before(lines: list[str], secs: list[T.Section], numbered: set[int], blocked: set[int]) -> set[int]:
-    """The sibling section just before a run of numbered steps that measures the starting point ("Baseline",
-    "Starting point: the eager version runs at 25.5 tokens/s"): the chain's first state."""
-    out = set()
-    for k in numbered:
-        prev = [j for j, s in enumerate(secs) if j and s.parent == secs[k].parent and s.start < secs[k].start]
-        if not prev or prev[-1] in numbered or prev[-1] in blocked:
+def _siblings(lines: list[str], secs: list[T.Section], units: list[Unit], blocked: set[int]) -> list[Unit]:
+    """The subsections of one section are parts of one story: beside a subsection that reads as an attempt, a
+    sibling that says what its author did is one too ("Inverse transform sampling" beside "Rejection sampling")."""
+    recorded = {u.sec for u in units if u.kind in ("section", "step", "explicit")}
+    out = []
+    for k, s in enumerate(secs):
+        up = s.parent
+        if k in recorded or k in blocked or s.excluded or s.future or up <= 0 or secs[up].doc_title:
             continue
-        s = secs[prev[-1]]
-        states = [f for f in text_figures(lines, s.body_start, s.end) if f.kind == "state"]
-        if len(states) == 1 and BASELINE_WORDS.search(s.title + " " + " ".join(lines[s.body_start:s.end + 1])):
-            out.add(prev[-1])
+        if not any(c in recorded for c in secs[up].children):
+            continue
+        own = T.prose("\n".join(lines[s.body_start:s.end + 1]))
+        if DONE.search(own):
+            out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k))
     return out
+
+
+def _no_nesting(units: list[Unit]) -> None:
+    """A record holding another one's start ends before it: "the record that overlaps an attempt most" must
+    name one attempt, and a section listing its changes item by item keeps only its introduction."""
+    starts = sorted({u.start for u in units})
+    for u in units:
+        end = max(u.end, u.cite_end)
+        inner = [x for x in starts if u.start < x <= end]
+        if inner:
+            u.end, u.cite_end = min(u.end, inner[0] - 1), min(end, inner[0] - 1)
 
 
 def _step_end(secs: list[T.Section], k: int, parts: set[int]) -> int:
@@ -231,13 +255,17 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
                                 hint="neutral" if NO_GAIN_HEAD.search(s.title) else ""))
         return _dedupe(out)
     for i in range(s.body_start, s.end + 1):
-        m = TODO.match(lines[i])
+        m = TODO.match(lines[i]) or MARKED.match(lines[i])
         if m and i not in taken:
-            out.append(Unit("proposal", T.clean(m.group(1))[:90], s.path, i, i, sec=k))
+            title = T.clean(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1)))  # a link: its text
+            j, indent = i, len(lines[i]) - len(lines[i].lstrip())
+            while j + 1 <= s.end and lines[j + 1].strip() and len(lines[j + 1]) - len(lines[j + 1].lstrip()) > indent:
+                j += 1  # its sub-items
+            out.append(Unit("proposal", title[:90], s.path, i, j, sec=k))
     if s.excluded or covered:
         return _dedupe(out)
     own = T.prose("\n".join(lines[s.body_start:s.end + 1]))
-    if s.parent_attempts or _score(s.title, own, lines, s) >= 3:
+    if s.parent_attempts or _score(s.title, own, lines, s) >= 3 or (not s.doc_title and _states(own, lines, s)):
         out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k))
     return _dedupe(out)
 
@@ -253,7 +281,7 @@ def _dedupe(units: list[Unit]) -> list[Unit]:
 
 def _extend_sections(units: list[Unit], secs: list[T.Section]) -> None:
     """A section record's citation runs over its subsections ("Final table", "Where the time goes") up to the
-    first one that is a record of its own (smaller records inside it keep their own, narrower citations)."""
+    first one that is a record of its own (and, records never nesting, up to the first record inside them)."""
     heads = {u.start for u in units if u.kind in ("section", "explicit", "step")}
     for u in units:
         if u.kind not in ("section", "step") or (u.step and u.step.kind != "section") or u.cite_end == -2:
@@ -262,6 +290,18 @@ def _extend_sections(units: list[Unit], secs: list[T.Section]) -> None:
             if d.level <= secs[u.sec].level or d.start in heads:
                 break
             u.cite_end = max(u.cite_end, d.end)
+
+
+def _states(own: str, lines: list[str], s: T.Section) -> bool:
+    """A section whose own text states a change measured (a before -> after pair, a ratio), or says what its
+    author did and states a measurement (a number with a performance unit) or a verdict phrase, reads as an
+    attempt."""
+    figs = text_figures(lines, s.body_start, s.end)
+    if any(f.before is not None for f in figs):
+        return True
+    if not (DONE.search(own) or S.ATTEMPT_VERB.search(own)):
+        return False
+    return bool(figs) or says_outcome(own)
 
 
 def _score(title: str, own: str, lines: list[str], s: T.Section) -> int:

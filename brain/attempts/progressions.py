@@ -1,16 +1,15 @@
 """Progressions: numbered steps (kernel_3, Optimization 5, reduce3, Level 07, v4, Round 2, "Kernel 2 - tiling m=4")
-as headings, list items or table rows; sibling sections that each report one measurement; results tables joined
-to their steps by name; and the chain that gives each step its baseline (the step before it, unless the text
-names another: a `Baseline` row, "the reference kernel gives us:")."""
+as headings or list items; list items and sibling sections that each report one measurement; and the chain that
+gives each step its baseline (the step before it, unless the text names another: a `Baseline` row, "the
+reference kernel gives us:"). Results tables are results.py."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, make, text_figures
-from brain.attempts.tables import cell_number, cell_unit
-from brain.attempts.units import UNIT, header_metric, header_unit
+from brain.attempts.figures import Fig, text_figures
+from brain.attempts.units import UNIT
 
 _I = re.I
 NAME = re.compile(r"^\W*(?P<prefix>(?:[a-z]+[ _-]?){0,2}?[a-z\u4e00-\u9fff]+?)[ _#-]*(?P<n>\d{1,3})(?P<sub>[a-z])?"
@@ -28,7 +27,6 @@ PART = re.compile(r"^(existing |the )?(problems?|solutions?|results?|analysis|co
                   r"performance|discussion|motivation|idea|background|why|how|setup|experiment(al)? results?|"
                   r"现有问题|问题|解决方[式法案]|方法|实验结果|结果|分析|代码|实现|背景|性能)\W*$", _I)
 DEFINES = re.compile(r"\bdef\s+([A-Za-z_]\w*)\s*\(|__global__\s+void\s+([A-Za-z_]\w*)|\bvoid\s+([A-Za-z_]\w*)\s*\(")
-BASE_ROW = re.compile(r"\b(baseline|reference|ref)\b", _I)
 
 
 @dataclass
@@ -110,7 +108,7 @@ def parts(secs: list[T.Section], steps: set[int]) -> set[int]:
         stack = list(secs[k].children)
         while stack:
             c = stack.pop()
-            if seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or c in out:
+            if seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or secs[c].bold or c in out:
                 out.add(c)
                 stack += secs[c].children
     return out
@@ -121,9 +119,14 @@ def identifiers(lines: list[str], a: int, b: int) -> set[str]:
 
 
 def item_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
-    """List items naming numbered steps (`- Level 03 (11 TFLOPs): shared memory`), two or more of one kind."""
+    """List items naming numbered steps (`- Level 03 (11 TFLOPs): shared memory`), two or more of one kind; else
+    three or more items that each state one measurement in one metric (`2. Fused kernel: 14.8 us`)."""
     found = []
-    for a, b, text in T.items(lines, s.body_start, s.end):
+    listed = T.items(lines, s.body_start, s.end)
+    measured = _measured_items(lines, listed, k)
+    if measured:
+        return measured
+    for a, b, text in listed:
         head = re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", text).replace("**", "")
         nm = step_name(head)
         if nm:
@@ -141,116 +144,23 @@ def item_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
     return out
 
 
-def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | None:
-    """The deciding column of a results table: an absolute measure before a ratio, the metric the document's
-    prose quotes most, then the first such column."""
-    cands = []
-    for c in range(1, len(header)):
-        unit = header_unit(header[c]) or cell_unit(*(r[c] for _, r in rows if c < len(r)))
-        metric = header_metric(header[c], unit)
-        if metric == "other" or not any(c < len(r) and cell_number(r[c]) is not None for _, r in rows):
-            continue
-        cands.append((metric == "speedup", -doc_metrics.get(metric, 0), c))
-    return min(cands)[2] if cands else None
-
-
-def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_metrics: dict,
-                usable: set[int]) -> list[Step]:
-    """Rows of results tables: a row new in a step's own table is that step's measurement; two or more new rows
-    naming steps in a usable section are steps of their own; a row naming a step elsewhere (a summary table)
-    joins it."""
-    seen: set[str] = set()
-    by_name: dict[str, Step] = {}
-    for st in steps:
-        for nm in st.names:
-            by_name.setdefault(nm, st)
-    out: list[Step] = []
-    for t in T.tables(lines, 0, len(lines) - 1):
-        col = choose_column(t.header, t.rows, doc_metrics)
-        if col is None:
-            continue
-        unit = _col_unit(t, col)
-        metric = header_metric(t.header[col], unit)
-        # columns measuring the same thing in the same unit are shapes (`M=1024 (us) | M=4096 (us)`)
-        cols = [c for c in range(1, len(t.header)) if c == col or (
-            _col_unit(t, c) == unit and header_metric(t.header[c], unit) == metric and metric != "other")]
-        rows = []
-        for line, c in t.rows:
-            v = cell_number(c[col]) if col < len(c) else None
-            if v is not None and (re.search(r"[^\W\d_]{2}", c[0]) or step_name(c[0])):  # a name, not a number
-                rows.append((line, c[0], norm(c[0]), v, c))
-        if not rows:
-            continue
-        new = [r for r in rows if r[2] not in seen]
-        seen |= {r[2] for r in rows}
-        holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
-                       if st.kind == "section" and st.start <= t.line <= st.end), None)
-        def figs(r, kind="row") -> list[Fig]:
-            out_ = []
-            for n, c in enumerate(cols):
-                v = cell_number(r[4][c]) if c < len(r[4]) else None
-                if v is not None:
-                    h = t.header[c]
-                    f = make(T.clean(re.sub(r"\s*[(\[][^)\]]*[)\]]", "", h)) if len(cols) > 1 else r[1], None, v,
-                             unit, r[0], kind,
-                             h[h.find("%"):] if "%" in h else "")
-                    f.shape = n
-                    out_.append(f)
-            return out_
-        if holder and len(new) == 1 and not holder.pairs and all(f.kind == "state" for f in holder.state):
-            # the step's own results row says more than a figure quoted in its prose
-            holder.state = figs(new[0])
-            holder.names.add(new[0][2])
-            continue
-        sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
-        while sec > 0 and PART.match(secs[sec].title) and secs[sec].parent > 0:
-            sec = secs[sec].parent  # a "Results" subsection reports its parent's step
-        if holder is None and len(new) == 1 and step_name(new[0][1]) and sec in usable \
-                and new[0][2] not in by_name and not any(st.section == sec for st in steps + out):
-            s = secs[sec]  # a section whose own results table adds one named row is that row's step
-            st = Step("section", s.title, s.start, s.last, sec, {new[0][2]} | identifiers(lines, s.start, s.last),
-                      figs(new[0]), baseline=bool(BASE_ROW.search(s.title)))
-            out.append(st)
-            by_name[new[0][2]] = st
-            continue
-        named = [r for r in new if step_name(r[1]) and r[2] not in by_name and not BASE_ROW.search(r[1])]
-        if len(named) >= 2 and sec in usable:
-            base = next((r for r in rows if BASE_ROW.search(r[1])), None)
-            text_col = next((c for c in range(1, len(t.header)) if c != col and all(
-                c < len(cs) and cell_number(cs[c]) is None and cs[c].strip() for _, cs in t.rows)), None)
-            for r in named:
-                cs = dict(t.rows)[r[0]]
-                what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) else ""
-                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line)
-                if base:
-                    st.before = figs(base)
-                out.append(st)
-            continue
-        for n, r in enumerate(rows):
-            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None) or _by_title(r[2], steps)
-            if st is None or st.pairs or st.kind != "section":
-                continue
-            # a summary table is a progression too: the row above a step's row is its baseline (or the
-            # table's Baseline row, when it names one)
-            base = next((x for x in rows if BASE_ROW.search(x[1])), None)
-            above = figs(base) if base and base is not r else figs(rows[n - 1]) if n else None
-            if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
-                st.state, st.table_before = figs(r, "joined"), above
-            elif len(st.state) == 1 and _close(st.state[0], figs(r)[0]):
-                st.table_before = above
+def _measured_items(lines: list[str], listed: list, k: int) -> list[Step]:
+    found = []
+    for a, b, text in listed:
+        figs = [f for f in text_figures(lines, a, b) if f.kind in ("state", "pair")]
+        if len(figs) == 1:
+            found.append((a, b, text, figs[0]))
+    metrics = [f.metric for *_, f in found]
+    top = max(dict.fromkeys(metrics), key=metrics.count) if metrics else None
+    found = [x for x in found if x[3].metric == top]
+    if len(found) < 3 or step_name(re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", found[0][2]).replace("**", "")):
+        return []
+    out = []
+    for a, b, text, f in found:
+        title = T.clean(re.split(r":\s|\s[-—]+\s|\s\(", re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", text))[0])[:90]
+        st = Step("item", title, a, b, k, {norm(title)}, [f] if f.before is None else [], [f] if f.before is not None else [])
+        out.append(st)
     return out
-
-
-def _col_unit(t: T.Table, c: int) -> str:
-    return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r)))
-
-
-def _by_title(key: str, steps: list[Step]) -> Step | None:
-    """`+ speculative decoding` joins `Step 3: Speculative decoding`: the one step section whose title holds it."""
-    if len(key) < 4:
-        return None
-    hits = [st for st in steps if st.kind == "section" and key in norm(st.title)]
-    return hits[0] if len(hits) == 1 else None
 
 
 def chain(steps: list[Step]) -> list[Step]:
@@ -283,7 +193,7 @@ def chain(steps: list[Step]) -> list[Step]:
     return sorted(keep, key=lambda s: s.start)
 
 
-def _close(a: Fig, b: Fig) -> bool:
+def close(a: Fig, b: Fig) -> bool:
     return a.unit == b.unit and abs(a.after - b.after) <= 0.02 * max(abs(b.after), 1e-9)
 
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, make
+from brain.attempts.figures import Fig, make, text_figures
 from brain.attempts.units import UNIT, canonical, metric_of
 
 _I = re.I
@@ -21,6 +21,12 @@ KEYLINE = re.compile(r"^\s*(?:\*\*)?(?:time|latency|runtime|duration|throughput|
                      r"result|kernel time|gpu time|elapsed|baseline|reference|before|after|now|final)(?:\*\*)?\s*[:=]"
                      r"\s*(?:\*\*)?~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])(?:\s*(?:per|/)\s*\w+)?[^A-Za-z]*$",
                      _I)
+# a line of program output (in a code block): `Naive SGEMM:  156.46 ms, 0.88 TFLOPS`; a line naming a library or
+# a peak reports a reference, not this version
+OUTLINE = re.compile(r"^\s*(?P<key>[A-Za-z][^:=]{0,80}?)\s*[:=]\s*~?\s*" + T.NUMBER_G + r"\s*" + UNIT + r"(?![\w/])", _I)
+OUT_FIG = re.compile(r"(?<![\w.])~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])")
+REFERENCE_KEY = re.compile(r"cubla|cudnn|torch|rocblas|hipblas|reference|\bref\b|peak|theoretical|ratio|speed-?up|"
+                           r"\bvs\b|target|expected|estimat", _I)
 BASELINE = re.compile(r"\b(?:start(?:s|ed)?(?: off)?|begin(?:s|ning)?|starting) (?:off )?(?:with|from) [^.:]{0,60}?"
                       r"\b(?:baseline|reference)\b|^\W*(?:the |our |a )?(?:\w+ ){0,2}(?:baseline|reference)\b"
                       r"(?: (?:kernel|implementation|version|code|solution))? (?:gives|is|runs|takes|measures|achieves)",
@@ -42,7 +48,8 @@ OUTCOME = re.compile(DEAD_END.pattern + r"|did(?: not|n't) (?:manage|improve)|ha
                      r"improvement|\bslower\b|\bfaster\b|\bcrash|\bfailed\b", _I)
 ATTEMPT_VERB = re.compile(r"\b(tried|try|trying|consider|considered|attempt|experiment|instead|would be to|"
                           r"the usual way|we (?:also )?(?:use|used|add|added|switch|switched))\b", _I)
-PROPOSAL = re.compile(r"\b(next steps\b|as (?:a|the) next step|in the future|future work|left for (?:future|later)|not the end of|"
+PROPOSAL = re.compile(r"\b((?:in|for) (?:the|a|our) (?:next|future|follow-up|upcoming|later) (?:blog )?(?:post|part|article|"
+                      r"installment|blog)|next steps\b|as (?:a|the) next step|in the future|future work|left for (?:future|later)|not the end of|"
                       r"another improvement|could be (?:further )?improved|it would make sense to|worth (?:trying|a try)|"
                       r"we plan to|i would (?:like to )?(?:try|add|use|remove)|one could (?:also )?(?:choose|try|use|"
                       r"borrow)|one might also|encourage (?:interested )?readers|remains? to be (?:tried|done))\b", _I)
@@ -51,6 +58,10 @@ INTRO_FUTURE = re.compile(r"(next steps?|future work|\btodo\b|\bto-do\b|to impro
                           r"what(?:'s| is) next|open questions|lingering issues|remaining (?:issues|questions|work)|"
                           r"ideas? for|could (?:still )?be improved|further (?:improvements?|optimi[sz]ations?|work)|"
                           r"left to try|not yet (?:tried|implemented))[^.!?]*:\s*$", _I)
+# "we employ the following techniques:", "Other performance improvements include:"
+INTRO_APPLIED = re.compile(r"(techniques|optimi[sz]ations|improvements|tricks|changes|modifications)\b[^.!?]{0,40}:\s*$|"
+                           r"\bfollowing\s+(?:\w+\s+)?(techniques|optimi[sz]ations|improvements|tricks)\b[^.!?]*:\s*$",
+                           _I)
 INTRO_DROPPED = re.compile(r"(did(?: not|n't) (?:work|help|pan out)|no gain|dead[- ]ends?|tried and dropped|"
                            r"(?:things|ideas|what) (?:i|we) tried|failed attempts?|not worth|did not improve)[^.!?]*:\s*$",
                            _I)
@@ -74,6 +85,33 @@ def mline(line: str) -> tuple[float, str] | None:
     return (T.num(m.group(1)), canonical(m.group(2))) if m else None
 
 
+def out_figures(line: str) -> list[tuple[float, str]]:
+    """The measurements of one line of program output (`Naive SGEMM:  156.46 ms, 0.88 TFLOPS`): none for a
+    line that reports a reference (cuBLAS, peak, a ratio)."""
+    m = OUTLINE.match(line)
+    if not m or REFERENCE_KEY.search(m.group("key")):
+        return []
+    figs = [(T.num(v), canonical(u)) for v, u in OUT_FIG.findall(line[m.end("key"):])]
+    return [(v, u) for v, u in figs if metric_of(u) not in ("other", "speedup")]
+
+
+def measurements(lines: list[str], paras: list[tuple[int, int]]) -> dict[int, tuple[float, str]]:
+    """Measurement lines of the blocks `paras`: in running text `⚡ 1.23 ms`, `Time: 1.23 ms`; in a code block of
+    program output, its one `name: value unit` line, or its one line giving a time and a rate both (the run's
+    summary), read by its rate. Several such lines compare configurations: no one run's measurement."""
+    out: dict[int, tuple[float, str]] = {}
+    for a, b in paras:
+        if T.block_kind(lines, a, b) != "code":
+            out.update({k: m for k in range(a, b + 1) if (m := mline(lines[k]))})
+            continue
+        found = {k: f for k in range(a, b + 1) if (f := out_figures(lines[k]))}
+        both = {k: f for k, f in found.items() if len({metric_of(u) for _, u in f}) > 1}
+        if len(both or found) == 1:
+            k, f = next(iter((both or found).items()))
+            out[k] = ([x for x in f if metric_of(x[1]) != "latency"] or f)[0]
+    return out
+
+
 def _regions(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:
     """start..end cut at thematic breaks."""
     out, a = [], start
@@ -91,11 +129,21 @@ def _paragraphs(lines: list[str], a: int, b: int) -> list[tuple[int, int]]:
     """Blocks of a..b; a block whose every line is a whole paragraph (long, sentence-final, or a hard break)
     is cut into its lines."""
     out = []
-    for x, y in T.blocks_of(lines, a, b):
+    for x, y in _intro_cut(lines, T.blocks_of(lines, a, b)):
         ls = lines[x:y + 1]
         whole = y > x and T.block_kind(lines, x, y) == "prose" and all(
             line.endswith("  ") or (len(line) > 150 and re.search(r"[.!?:)]\s*$", line)) for line in ls[:-1])
         out += [(k, k) for k in range(x, y + 1) if lines[k].strip()] if whole else [(x, y)]
+    return out
+
+
+def _intro_cut(lines: list[str], blocks: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """A sentence ending in ':' with its list right under it (no blank line between) is two blocks."""
+    out = []
+    for x, y in blocks:
+        k = next((k for k in range(x, y) if lines[k].rstrip().endswith(":") and not T.LIST_ITEM.match(lines[k])
+                  and T.LIST_ITEM.match(lines[k + 1])), None)
+        out += [(x, k), (k + 1, y)] if k is not None and T.block_kind(lines, x, y) == "prose" else [(x, y)]
     return out
 
 
@@ -107,6 +155,11 @@ def spans(lines: list[str], start: int, end: int, progression: bool) -> list[Spa
     for a, b in _regions(lines, start, end):
         paras = _paragraphs(lines, a, b)
         units = _own_units(lines, paras, progression)
+        if any(u.kind == "tried" and u.head >= 0 for u in units):
+            # beside the changes a sentence lists, a paragraph that measures one is a unit too
+            units += [Span("tried", x, y, _title(" ".join(lines[x:y + 1]))) for x, y in paras
+                      if T.block_kind(lines, x, y) == "prose" and not any(u.start <= x <= u.end for u in units)
+                      and any(f.kind != "state" for f in text_figures(lines, x, y))]
         out += units
         out += _measured(lines, paras, units, a)
     return sorted(out, key=lambda s: s.start)
@@ -124,6 +177,14 @@ def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool
             continue
         last = lines[y].rstrip()
         intro = INTRO_FUTURE.search(last) or INTRO_DROPPED.search(last)
+        if not intro and INTRO_APPLIED.search(last) and n + 1 < len(paras) and T.LIST_ITEM.match(lines[paras[n + 1][0]]):
+            listed = [sp for sp in _listed(lines, paras[n + 1:], "tried", "tried")
+                      if re.match(r"^\s*(?:[-*+•]|\d+[.)])\s+\*\*", lines[sp.start])]  # named: `- **Name:** ...`
+            for sp in listed:
+                sp.head = x
+            out += listed
+            skip_until = max([s.end for s in listed], default=skip_until)
+            continue
         if intro and n + 1 < len(paras):
             hint = "proposed" if INTRO_FUTURE.search(last) and not INTRO_DROPPED.search(last) else "neutral"
             listed = _listed(lines, paras[n + 1:], "proposal" if hint == "proposed" else "dead-end", hint)
@@ -214,10 +275,11 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
     runs = []  # (first line, last line, index of the paragraph holding the first line)
     k = paras[0][0] if paras else 0
     last = paras[-1][1] if paras else -1
+    ms = measurements(lines, paras)
     while k <= last:
-        if mline(lines[k]):
+        if k in ms:
             j = k
-            while j + 1 <= last and mline(lines[j + 1]):
+            while j + 1 <= last and j + 1 in ms:
                 j += 1
             n = next(i for i, (x, y) in enumerate(paras) if x <= k <= y)
             runs.append((k, j, n))
@@ -233,7 +295,7 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
         start = _intro(lines, paras, n, m0, floor, taken)
         state = []
         for k, i in enumerate(range(m0, m1 + 1)):
-            v, u = mline(lines[i])
+            v, u = ms[i]
             state.append(Fig(f"shape {k + 1}" if m1 > m0 else "", None, v, u, metric_of(u), "", i, "state", k))
         for f in state:
             f.better = make("", None, f.after, f.unit).better

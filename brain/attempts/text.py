@@ -13,6 +13,7 @@ FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 BREAK = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")  # a thematic break
 IMAGE = re.compile(r"^\s*(!\[|<img\b|<p\b[^>]*>\s*$|</p>|<div\b|</div>|\[source code\]|:::)", _I)
 NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,214,240 | 0.125 | 7
+NUMBER_G = "(?:" + NUMBER + ")"
 
 
 @dataclass
@@ -29,6 +30,8 @@ class Section:
     future: bool = False
     parent_attempts: bool = False
     under_excluded: bool = False  # excluded because a heading over it is
+    doc_title: bool = False  # the one top heading: what it holds before its subsections is the document's lead
+    bold: bool = False  # opened by a line that is all bold: inside a step, a part of it
     last: int = -1  # last line of the subtree (set by sections())
 
 
@@ -80,7 +83,7 @@ def sections(lines: list[str], suffix: str) -> list[Section]:
     else:
         from brain.chunking.markdown import scan_blocks
         blocks = scan_blocks(lines)
-    heads = [b for b in blocks if b.kind == "heading"]
+    heads = _more_headings(lines, blocks) if suffix != ".rst" else [b for b in blocks if b.kind == "heading"]
     out = [Section([], 0, "", 0, 0, (heads[0].start - 1) if heads else len(lines) - 1)]
     stack: list[int] = []
     for n, h in enumerate(heads):
@@ -88,7 +91,7 @@ def sections(lines: list[str], suffix: str) -> list[Section]:
         stack = [k for k in stack if out[k].level < h.level]
         title = clean(h.title)
         sec = Section([out[k].title for k in stack] + [title], h.level, title, h.start, h.end + 1, end,
-                      parent=stack[-1] if stack else -1)
+                      parent=stack[-1] if stack else -1, bold=h.kind == "bold")
         out.append(sec)
         if stack:
             out[stack[-1]].children.append(len(out) - 1)
@@ -96,6 +99,38 @@ def sections(lines: list[str], suffix: str) -> list[Section]:
     for k in range(len(out) - 1, -1, -1):
         s = out[k]
         s.last = max([s.end] + [out[c].last for c in s.children])
+    return out
+
+
+HTML_HEAD = re.compile(r"^\s*<h([1-6])\b[^>]*>(.*?)(?:</h\1>)?\s*$", _I)
+# a line that is all bold (not a list item): `**Key Performance Metrics:**`, `**1. Block Tiling**`
+BOLD_HEAD = re.compile(r"^\s{0,3}(\*\*|__)(?!\s)([^*_]{2,80}?)(?<!\s)\1\s*:?\s*$")
+# a bold line that labels a field of a written record, or shouts a sentence, is no heading
+NOT_HEAD = re.compile(r"^\W*(hypothesis|expected|estimate|changes?( made)?|attempted|lessons?|learning|takeaway|fix|"
+                      r"verdict|problem|techniques|result|supersedes)\b"
+                      r"|[.!?]\W*$", _I)
+
+
+def _more_headings(lines: list[str], blocks: list) -> list:
+    """ATX and setext headings, and the lines that work as headings in documents written without them: an HTML
+    `<h2>` line (its level), a line that is all bold (one level under the heading it sits in)."""
+    from brain.chunking.sections import Block
+    out, level = [], 0
+    for n, b in enumerate(blocks):
+        if b.kind == "heading":
+            out.append(b)
+            level = b.level
+        elif b.kind == "prose":
+            first = lines[b.start]
+            h, bold = HTML_HEAD.match(first), BOLD_HEAD.match(first)
+            if h and clean(re.sub(r"<[^>]+>", " ", h.group(2))):
+                out.append(Block("heading", b.start, b.start, int(h.group(1)), re.sub(r"<[^>]+>", " ", h.group(2))))
+                level = int(h.group(1))
+            elif bold and b.end == b.start and not NOT_HEAD.search(clean(bold.group(2))) \
+                    and not re.search(r"\d\s*(%|[a-z]+/s\b|ms\b|us\b|µs)", bold.group(2), _I) \
+                    and (n + 1 == len(blocks) or blocks[n + 1].kind in ("prose", "heading")):
+                # a line of its own, over text or a list (over a table or code it is the caption)
+                out.append(Block("bold", b.start, b.start, min(level + 1, 6), bold.group(2).strip().rstrip(":")))
     return out
 
 
