@@ -175,17 +175,17 @@ def _run(args: argparse.Namespace, settings) -> int:
                          seed=args.seed, device=args.device, bench_inputs=inputs, bench_repeats=repeats,
                          compare_with=None if args.vs == "none" else args.vs, progress=progress)
     except SubmissionError as exc:
-        if recorder:  # the kernel's own exception is an outcome worth keeping: a failed attempt
+        if recorder and exc.shape is not None:  # it ran and raised: a failed attempt (a file that does not load is not one)
             run = recorder.record_crash(backend, args.seed, args.device, exc)
             print(f"recorded {run['id']} as attempt record {run['record']}: [failed] {run['title']}", file=sys.stderr)
         raise
+    if not args.json:
+        _print_run(res)  # before the record is written: a refused write does not hide what was measured
     run = recorder.record(res) if recorder else None
     if args.json:
         print(json.dumps({**res, "recorded": run} if run else res, indent=2))
-    else:
-        _print_run(res)
-        if run:
-            kernel_runs.print_recorded(run)
+    elif run:
+        kernel_runs.print_recorded(run)
     return 0 if res["ok"] else 1
 
 

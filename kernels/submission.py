@@ -36,11 +36,13 @@ _loaded = itertools.count(1)
 
 
 class SubmissionError(KernelsError):
-    """The user's kernel file raised: ``message`` is one line; ``trace`` lists its own frames, innermost last."""
+    """The user's kernel file raised: ``message`` is one line; ``trace`` lists its own frames, innermost last;
+    ``shape`` is the shape it raised on (None: the file did not load)."""
 
-    def __init__(self, message: str, trace=()):
+    def __init__(self, message: str, trace=(), shape: Optional[dict] = None):
         super().__init__(message)
         self.trace = list(trace)
+        self.shape = shape
 
 
 def split_spec(spec: str) -> tuple:
@@ -114,14 +116,13 @@ class FileBackend:
         sys.modules[spec.name] = module  # dataclasses, pickling and the CuTe DSL look the module up by name
         try:
             exec(compile(self.source, str(self.path), "exec", dont_inherit=True), module.__dict__)
-        except SyntaxError as exc:
-            sys.modules.pop(spec.name, None)
-            where = f"{self.shown}:{exc.lineno}" if exc.lineno else self.shown
-            raise SubmissionError(f"{where}: SyntaxError: {exc.msg}",
-                                  [f"  {(exc.text or '').strip()}"] if exc.text else []) from None
         except Exception as exc:
             sys.modules.pop(spec.name, None)
-            raise self._error(exc, "loading it") from None
+            if isinstance(exc, SyntaxError) and exc.filename == str(self.path):  # no frame of the file to show
+                where = f"{self.shown}:{exc.lineno}" if exc.lineno else self.shown
+                raise SubmissionError(f"{where}: {type(exc).__name__}: {exc.msg}",
+                                      [f"  {(exc.text or '').strip()}"] if exc.text else []) from None
+            raise self._error(exc) from None  # a sibling module's syntax error names its file in the message
         fn = getattr(module, self.function, None)
         if not callable(fn):
             raise BackendUnavailable(f"{self.shown} defines no function '{self.function}' (a GPU MODE submission "
@@ -130,14 +131,15 @@ class FileBackend:
 
     def failure(self, exc: Exception, shape: dict) -> SubmissionError:
         """The user's exception on ``shape``, told by the user's own frames."""
-        return self._error(exc, f"{self.problem} {shape_str(shape)}")
+        return self._error(exc, shape)
 
-    def _error(self, exc: Exception, during: str) -> SubmissionError:
+    def _error(self, exc: Exception, shape: Optional[dict] = None) -> SubmissionError:
+        during = "loading it" if shape is None else f"{self.problem} {shape_str(shape)}"
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(self.path)]
         first_line = (str(exc).strip().splitlines() or [""])[0][:300]
         summary = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
         trace = [f"  {self.shown}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames]
         if not frames:
-            return SubmissionError(f"{self.shown}: {self.function} raised {summary} ({during})")
+            return SubmissionError(f"{self.shown}: {self.function} raised {summary} ({during})", shape=shape)
         last = frames[-1]
-        return SubmissionError(f"{self.shown}:{last.lineno} in {last.name}: {summary} ({during})", trace)
+        return SubmissionError(f"{self.shown}:{last.lineno} in {last.name}: {summary} ({during})", trace, shape)

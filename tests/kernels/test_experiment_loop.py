@@ -228,6 +228,11 @@ def test_a_raising_kernel_is_recorded_as_failed(recording, tmp_path, capsys):
     assert "recorded run-1 as attempt record" in captured.err and "raises.py:6 in unpack" in captured.err
     rec = recording.find_attempts("reshape the packed A", k=1)["results"][0]
     assert rec["verdict"] == "failed" and "raises.py:6 in unpack: RuntimeError" in rec["change"]
+    # a file that does not even load is a typo to fix, not an attempt: nothing is recorded
+    log = settings.home / "runs.jsonl"
+    before = log.read_text()
+    assert _record(write(tmp_path, "typo.py", "def custom_kernel(data)\n"), "typo", settings) == 2
+    assert "recorded" not in capsys.readouterr().err and log.read_text() == before
 
 
 @pytest.mark.parametrize("argv, message", [
