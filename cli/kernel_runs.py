@@ -17,8 +17,8 @@ from brain.config import Settings
 from kernels.device import device_info
 from kernels.errors import KernelsError
 
-MAX_USER_TEXT = 800  # --change, --hypothesis, --lesson: the measured text shares the record's 2,000 characters
-MAX_CHANGE = 2000
+MAX_CHANGE = 2000  # a record's text field
+MAX_USER_TEXT = {"hypothesis": MAX_CHANGE, "lesson": MAX_CHANGE, "change": 800}  # --change shares its field
 MAX_LABEL = 80
 
 
@@ -143,8 +143,8 @@ class Recorder:
         self.texts = {}
         for name in ("hypothesis", "change", "lesson"):
             value = getattr(args, name) or ""
-            if len(value) > MAX_USER_TEXT:
-                raise KernelsError(f"--{name} is {len(value)} characters; the limit is {MAX_USER_TEXT}")
+            if len(value) > MAX_USER_TEXT[name]:
+                raise KernelsError(f"--{name} is {len(value)} characters; the limit is {MAX_USER_TEXT[name]}")
             self.texts[name] = value
         self.techniques = [t.strip() for t in ",".join(args.technique or []).split(",") if t.strip()]
         unknown = [t for t in self.techniques if resolve_tag(t) not in TAGS]

@@ -136,13 +136,13 @@ def _run(problem_name, backend, shapes, check, bench, seed, device, bench_inputs
         backend = get_backend(problem_name, backend)
     elif backend.problem != problem.name:
         raise KernelsError(f"backend '{backend.name}' is for {backend.problem}, not {problem.name}")
-    baseline = None
+    vs_backend = None
     if bench and compare_with and compare_with != backend.name:
-        baseline = get_backend(problem_name, compare_with)
+        vs_backend = get_backend(problem_name, compare_with)
     device = _parse_device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BackendUnavailable("device 'cuda' requested but torch sees no CUDA GPU here")
-    for b in filter(None, (backend, baseline)):
+    for b in filter(None, (backend, vs_backend)):
         why_not = b.unavailable_reason(device)
         if why_not:
             raise BackendUnavailable(f"backend '{b.name}' for {problem.name} cannot run here: {why_not}")
@@ -150,7 +150,7 @@ def _run(problem_name, backend, shapes, check, bench, seed, device, bench_inputs
         check = True
     shape_list = _resolve_shapes(problem, shapes)
     fn = backend.load()
-    against = (baseline, baseline.load()) if baseline else None
+    against = (vs_backend, vs_backend.load()) if vs_backend else None
 
     info = device_info(device)
     peak = benchmod.device_peak(device)
