@@ -8,7 +8,7 @@ import sys
 
 def _kernels(args, settings) -> int:
     from cli.kernels import main as kernels_main
-    return kernels_main(args)
+    return kernels_main(args, settings)
 
 
 def build_parser(kernels: bool = True) -> argparse.ArgumentParser:

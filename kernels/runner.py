@@ -3,6 +3,9 @@
 
     run(problem, backend, shapes=..., check=True, bench=False, seed=1111) -> results per shape
 
+``backend`` is a registered backend's name, or a backend object such as ``kernels.submission.FileBackend``
+(a kernel file; only the command line builds one: a name never loads a file).
+
 Only one run at a time per process (a run occupies the GPU and its memory): ``run``
 try-acquires a process-wide slot and raises ``Busy`` at once if another run holds it.
 Every user-fixable problem raises a ``KernelsError`` subclass with a one-line message.
@@ -96,7 +99,7 @@ def _resolve_shapes(problem, shapes) -> list:
 
 @contextlib.contextmanager
 def _backend_errors(backend, shape):
-    """Turn a backend crash into a one-line KernelsError naming the backend and shape."""
+    """Turn a backend crash into the backend's one-line KernelsError naming it and the shape."""
     try:
         yield
     except KernelsError:
@@ -105,39 +108,49 @@ def _backend_errors(backend, shape):
         raise MemoryBudgetError(f"{backend.problem} {shape_str(shape)}: backend '{backend.name}' "
                                 "ran out of GPU memory") from None
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise KernelsError(f"backend '{backend.name}' failed on {backend.problem} {shape_str(shape)}: "
-                           f"{type(exc).__name__}: {first}") from exc
+        raise backend.failure(exc, shape) from exc
 
 
-def run(problem: str, backend: str, shapes: Union[None, str, dict, Iterable[dict]] = None, *,
+def run(problem: str, backend, shapes: Union[None, str, dict, Iterable[dict]] = None, *,
         check: bool = True, bench: bool = False, seed: int = DEFAULT_SEED, device=None,
         bench_inputs: int = DEFAULT_BENCH_INPUTS, bench_repeats: int = DEFAULT_BENCH_REPEATS,
-        measure_bandwidth: bool = True, progress: Optional[Callable[[str], None]] = None) -> dict:
-    """Run ``backend`` on ``problem`` for ``shapes`` ("tests", "benchmarks", one dict or a list).
+        measure_bandwidth: bool = True, compare_with: Optional[str] = None,
+        progress: Optional[Callable[[str], None]] = None) -> dict:
+    """Run ``backend`` (a registered name or a backend object) on ``problem`` for ``shapes`` ("tests",
+    "benchmarks", one dict or a list). ``compare_with``: a registered backend timed on the same inputs
+    when benchmarking (e.g. "torch"), giving each shape's speed-up over it.
 
-    Returns {"problem", "backend", "device", "seed", "ok", "results": [per shape]} where each
-    result has "shape", "check" (CheckResult.as_dict()) and/or "bench" (µs, TFLOP/s, GB/s, SOL).
+    Returns {"problem", "backend", "device", "seed", "ok", "results": [per shape]} (plus "kernel_file" for a
+    kernel file) where each result has "shape", "check" (CheckResult.as_dict()) and/or "bench" (µs,
+    TFLOP/s, GB/s, SOL, and "vs" {backend, us, speedup} with ``compare_with``).
     """
     with run_slot():
         return _run(problem, backend, shapes, check, bench, seed, device, bench_inputs, bench_repeats,
-                    measure_bandwidth, progress or (lambda msg: None))
+                    measure_bandwidth, compare_with, progress or (lambda msg: None))
 
 
-def _run(problem_name, backend_name, shapes, check, bench, seed, device, bench_inputs, bench_repeats,
-         measure_bandwidth, progress) -> dict:
+def _run(problem_name, backend, shapes, check, bench, seed, device, bench_inputs, bench_repeats,
+         measure_bandwidth, compare_with, progress) -> dict:
     problem = get_problem(problem_name)
-    backend = get_backend(problem_name, backend_name)
+    if isinstance(backend, str):
+        backend = get_backend(problem_name, backend)
+    elif backend.problem != problem.name:
+        raise KernelsError(f"backend '{backend.name}' is for {backend.problem}, not {problem.name}")
+    vs_backend = None
+    if bench and compare_with and compare_with != backend.name:
+        vs_backend = get_backend(problem_name, compare_with)
     device = _parse_device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BackendUnavailable("device 'cuda' requested but torch sees no CUDA GPU here")
-    why_not = backend.unavailable_reason(device)
-    if why_not:
-        raise BackendUnavailable(f"backend '{backend.name}' for {problem.name} cannot run here: {why_not}")
+    for b in filter(None, (backend, vs_backend)):
+        why_not = b.unavailable_reason(device)
+        if why_not:
+            raise BackendUnavailable(f"backend '{b.name}' for {problem.name} cannot run here: {why_not}")
     if not check and not bench:
         check = True
     shape_list = _resolve_shapes(problem, shapes)
     fn = backend.load()
+    against = (vs_backend, vs_backend.load()) if vs_backend else None
 
     info = device_info(device)
     peak = benchmod.device_peak(device)
@@ -152,10 +165,13 @@ def _run(problem_name, backend_name, shapes, check, bench, seed, device, bench_i
     for i, shape in enumerate(shape_list, 1):
         label = f"[{i}/{len(shape_list)}] {problem.name} {shape_str(shape)}"
         results.append(_run_one(problem, backend, fn, shape, check, bench, seed, device, bench_inputs,
-                                bench_repeats, peak, bandwidth, lambda msg: progress(f"{label}: {msg}")))
+                                bench_repeats, peak, bandwidth, against, lambda msg: progress(f"{label}: {msg}")))
     ok = all(r["check"]["ok"] for r in results if r.get("check"))
-    return {"problem": problem.name, "backend": backend.name, "device": info, "seed": seed,
-            "ok": ok, "results": results}
+    out = {"problem": problem.name, "backend": backend.name, "device": info, "seed": seed, "ok": ok,
+           "results": results}
+    if getattr(backend, "file_info", None):
+        out["kernel_file"] = backend.file_info
+    return out
 
 
 def _plan_memory(problem, shape, device, check, n_inputs) -> int:
@@ -175,7 +191,7 @@ def _plan_memory(problem, shape, device, check, n_inputs) -> int:
 
 
 def _run_one(problem, backend, fn, shape, check, bench, seed, device, bench_inputs, bench_repeats,
-             peak, bandwidth, progress) -> dict:
+             peak, bandwidth, against, progress) -> dict:
     n_inputs = _plan_memory(problem, shape, device, check, bench_inputs if bench else 1)
     result = {"shape": shape, "shape_str": shape_str(shape), "flops": problem.flops(shape),
               "bytes": problem.bytes_moved(shape)}
@@ -205,6 +221,12 @@ def _run_one(problem, backend, fn, shape, check, bench, seed, device, bench_inpu
         inputs = [problem.generate_input(shape, seed + SEED_STEP * j, device) for j in range(n_inputs)]
         with _backend_errors(backend, shape):
             timing = benchmod.time_calls(fn, inputs, device, bench_repeats, progress)
+        if against:  # the same inputs, the same harness
+            other, other_fn = against
+            progress(f"timing '{other.name}' on the same inputs")
+            with _backend_errors(other, shape):
+                us = benchmod.time_calls(other_fn, inputs, device, bench_repeats)["us"]
+            timing["vs"] = {"backend": other.name, "us": us, "speedup": us / timing["us"]}
         del inputs
         timing.update(benchmod.rates(result["flops"], result["bytes"], timing["us"]))
         if peak is not None:
