@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
+import sys
 import time
 
 from brain import BrainError
@@ -16,6 +17,7 @@ from brain import runs as runlog
 from brain.config import Settings
 from kernels.device import device_info
 from kernels.errors import KernelsError
+from kernels.problems import list_problems
 
 MAX_CHANGE = 2000  # a record's text field
 MAX_USER_TEXT = {"hypothesis": MAX_CHANGE, "lesson": MAX_CHANGE, "change": 800}  # --change shares its field
@@ -180,6 +182,32 @@ class Recorder:
         run.update(title=self.title, verdict=verdict, baseline=before["id"] if comparison else None,
                    comparison=comparison, record=out["id"])
         return run
+
+
+def load_results(path: str) -> dict:
+    """A run's JSON as `run --json` printed it, checked enough that a record made from it is sound."""
+    try:
+        raw = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        res = json.loads(raw)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise KernelsError(f"cannot read a run from {path}: {getattr(e, 'strerror', None) or e}") from None
+    need = ("problem", "backend", "device", "ok", "results")
+    if not isinstance(res, dict) or any(k not in res for k in need) or not isinstance(res["results"], list):
+        raise KernelsError(f"{path} is not the JSON of `brain kernels run ... --json` (it needs {', '.join(need)})")
+    if not all(isinstance(r, dict) and "check" in r and "bench" in r for r in res["results"]) or not res["results"]:
+        raise KernelsError(f"{path}: a run to record must be checked and timed (run it with --check --bench --json)")
+    if res["problem"] not in list_problems():
+        raise KernelsError(f"{path}: unknown problem {res['problem']!r}; one of {', '.join(list_problems())}")
+    return res
+
+
+def cmd_record(args, settings: Settings | None) -> int:
+    """`brain kernels record RUN.json --title ...`: the run measured elsewhere becomes a record here."""
+    res = load_results(args.results)
+    args.problem = res["problem"]
+    run = Recorder(args, settings).record(res)
+    print_recorded(run)
+    return 0
 
 
 def print_recorded(run: dict) -> None:

@@ -65,14 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p_run.add_argument("--repeats", type=int, default=None, help="timed batches (default 5)")
     p_run.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p_run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    rec = p_run.add_argument_group("recording (implies --check --bench)")
-    rec.add_argument("--record", metavar="TITLE", help="write the run as an attempt record and a run log line")
-    rec.add_argument("--hypothesis", help="what you expected (record field)")
-    rec.add_argument("--change", help="what you changed (record field; the kernel hash, scope and times are added)")
-    rec.add_argument("--lesson", help="what you learned (record field)")
-    rec.add_argument("--technique", action="append", metavar="TAG[,TAG]", help="technique tags (pipeline, tma, ...)")
-    rec.add_argument("--baseline", metavar="ID", help="compare with this recorded run (run id or record id) "
-                     "instead of the previous recorded run of the problem on this device")
+    _record_arguments(p_run.add_argument_group("recording (implies --check --bench)"), "--record")
+
+    p_rec = sub.add_parser("record", help="record a run measured elsewhere: the JSON of `run --check --bench --json` "
+                                          "(e.g. from a GPU machine without the brain's dependencies)")
+    p_rec.add_argument("results", help="the JSON file that `python -m cli.kernels run ... --json` printed ('-': stdin)")
+    _record_arguments(p_rec, "--title")
 
     p_hist = sub.add_parser("history", help="recorded runs of a problem: times per shape, verdicts, kernel hashes")
     p_hist.add_argument("problem", help=f"one of: {', '.join(list_problems())}")
@@ -83,6 +81,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p_hist.add_argument("--compare", nargs=2, metavar=("A", "B"),
                         help="two runs shape by shape: run ids, record ids, 'prev' and 'last'")
     p_hist.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _record_arguments(group, title_flag: str) -> None:
+    group.add_argument(title_flag, dest="record", metavar="TITLE", required=title_flag == "--title",
+                       help="write the run as an attempt record and a run log line")
+    group.add_argument("--hypothesis", help="what you expected (record field)")
+    group.add_argument("--change", help="what you changed (record field; the kernel hash, scope and times are added)")
+    group.add_argument("--lesson", help="what you learned (record field)")
+    group.add_argument("--technique", action="append", metavar="TAG[,TAG]", help="technique tags (pipeline, tma, ...)")
+    group.add_argument("--baseline", metavar="ID", help="compare with this recorded run (run id or record id) "
+                       "instead of the previous recorded run of the problem on this device")
 
 
 def _print_list(info: dict) -> None:
@@ -143,6 +152,9 @@ def main(args: argparse.Namespace, settings=None) -> int:
         if args.kernels_command == "history":
             from cli import kernel_runs
             return kernel_runs.cmd_history(args, settings)
+        if args.kernels_command == "record":
+            from cli import kernel_runs
+            return kernel_runs.cmd_record(args, settings)
         return _run(args, settings)
     except SubmissionError as exc:
         print(f"error: {exc.message}", file=sys.stderr)

@@ -261,3 +261,26 @@ def test_history_errors_are_one_line(tmp_path, capsys):
         assert kernels_cli(argv, settings) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: {message}") and err.count("\n") == 1
+
+
+def test_a_run_measured_elsewhere_is_recorded_from_its_json(recording, tmp_path, capsys):
+    """`python -m cli.kernels run ... --json` on a GPU machine without the brain, `brain kernels record` here."""
+    settings = recording.settings
+    fast = write(tmp_path, "v2.py", SLEEPS.format(delay=0.001))
+    assert kernels_cli(["run", "gemm", "--backend", str(fast), "--shape", SHAPE, "--inputs", "1", "--repeats", "3",
+                        "--vs", "none", "--quiet", "--check", "--bench", "--json"]) == 0
+    results = tmp_path / "run.json"
+    results.write_text(capsys.readouterr().out)
+    assert kernels_cli(["record", str(results), "--title", "gemm v2 measured on the GPU box"], settings) == 0
+    out = capsys.readouterr().out
+    assert "recorded run-1 as attempt record" in out and "[inconclusive]" in out  # nothing recorded before it
+    [rec] = recording.find_attempts("gemm v2 measured on the GPU box", k=1)["results"]
+    assert rec["title"] == "gemm v2 measured on the GPU box" and "sha256" in rec["change"]
+    # a run that was not timed, or is not a run at all, is refused in one line and records nothing
+    assert kernels_cli(["run", "gemm", "--backend", str(fast), "--shape", SHAPE, "--quiet", "--json"]) == 0
+    results.write_text(capsys.readouterr().out)
+    assert kernels_cli(["record", str(results), "--title", "unchecked"], settings) == 2
+    assert "must be checked and timed" in capsys.readouterr().err
+    results.write_text('{"results": []}')
+    assert kernels_cli(["record", str(results), "--title", "x"], settings) == 2
+    assert "is not the JSON of" in capsys.readouterr().err
