@@ -1,10 +1,10 @@
 """Has anyone tried X?" on the public worklogs: is the labelled attempt among the records `brain attempts` ranks
 first?
 
-    python bench/retrieval/attempts_questions.py [--set worklogs|worklogs_b] [--root DIR] [--split tune|report|all]
+    python bench/retrieval/attempts_questions.py [--set worklogs|worklogs_b|worklogs_c] [--root DIR] [--split tune|report|all]
                                                  [--k 3] [--home DIR] [--show]
 
-The worklogs (set A: ../shared/sample-corpora/worklogs; set B: the folder bench/retrieval/worklogs_b_corpus.py
+The worklogs (set A: ../shared/sample-corpora/worklogs; set B: the folder bench/retrieval/worklogs_corpus.py b
 wrote, given with --root) are ingested (once) into --home as corpus `worklogs`, which extracts their attempt
 records. Each "tried" question of the set's labels (bench/data/attempts_labels_worklogs[_b].json) names one
 labelled attempt; it is answered when a
@@ -28,7 +28,8 @@ from brain.service import Brain  # noqa: E402
 
 SETS = {"worklogs": (ROOT / "bench" / "data" / "attempts_labels_worklogs.json",
                      ROOT.parent / "shared" / "sample-corpora" / "worklogs"),
-        "worklogs_b": (ROOT / "bench" / "data" / "attempts_labels_worklogs_b.json", None)}
+        "worklogs_b": (ROOT / "bench" / "data" / "attempts_labels_worklogs_b.json", None),
+        "worklogs_c": (ROOT / "bench" / "data" / "attempts_labels_worklogs_c.json", None)}
 
 
 def overlaps(r: dict, a: dict, file: str) -> bool:
