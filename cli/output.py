@@ -19,6 +19,11 @@ def print_hits(payload: dict) -> None:
         tags = ", ".join(r["tags"])
         print(f"{r['rank']}. {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  [{r['kind']}] {tags}")
         print(f"   {r['section']}")
+        attempt = r.get("attempt")
+        if attempt:
+            fig = attempt.get("figure")
+            shown = f": {fig['before']:g} → {fig['after']:g} {fig['unit']}" if fig else ""
+            print(f"   attempt [{attempt['verdict']}] {attempt['title'][:80]}{shown}")
         body = r["text"] if len(r["text"]) <= 600 else r["text"][:600] + " ..."
         print(textwrap.indent(body, "   | "))
         print()

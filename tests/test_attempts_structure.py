@@ -157,3 +157,20 @@ def test_a_bold_subheading_inside_a_numbered_step_is_part_of_it():
             "**Profiling notes**\n\nThe kernel is now compute bound.\n\nTime: 8 ms\n")
     recs = extract(text, "w.md", "t")
     assert [(r.title, r.end_line, fig(r)) for r in recs][1] == ("Kernel 2: tiling", 15, (10.0, 8.0, "ms"))
+
+
+def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
+    """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
+    verdict and deciding figure."""
+    from brain.config import CorpusSpec
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "w.md").write_text("# Worklog\n\n## Attempt 1: three pipeline stages\n\n"
+                                 "Raised num_ab_stage from 1 to 3 for the dual gemm.\n\n"
+                                 "Result: 45.6 us -> 49.4 us, slower.\n")
+    brain = make_brain()
+    brain.ingest([CorpusSpec("logs", folder)])
+    [hit] = brain.search("three pipeline stages dual gemm", k=1)["results"]
+    attempt = hit["attempt"]
+    assert attempt["verdict"] == "regressed" and "pipeline stages" in attempt["title"]
+    assert (attempt["figure"]["before"], attempt["figure"]["after"]) == (45.6, 49.4)

@@ -87,9 +87,9 @@ class Attempts:
         return {"conflicts": out}
 
     def rank(self, hits: list) -> list:
-        """The ranking stage search hits pass through: each hit gets `relations` (`superseded_by`: the
-        successor's id when the record citing the hit is superseded; `conflicts_with`: ids of records disagreeing
-        with the records citing it), and a superseded hit moves below the first hit of its successor, or of
+        """The ranking stage search hits pass through: each hit gets `relations` (`attempt`: the record holding
+        most of its lines, with its verdict and deciding figure; `superseded_by`: the successor's id when that
+        record is superseded; `conflicts_with`: ids of records disagreeing with the records citing it), and a superseded hit moves below the first hit of its successor, or of
         newer, not superseded lines of the same file."""
         by_file, by_id = self.store.relations()  # no Chroma, no model: a search stays as fast as it was
         for h in hits:
@@ -100,7 +100,9 @@ class Attempts:
             holder = max(recs, key=lambda r: (min(r["end_line"], m["end_line"]) - max(r["start_line"], m["start_line"]),
                                               r["start_line"] - r["end_line"]), default=None)
             h.relations = {"superseded_by": holder["superseded_by"] if holder else None,
-                           "conflicts_with": sorted({c for r in recs for c in r["conflicts_with"]})}
+                           "conflicts_with": sorted({c for r in recs for c in r["conflicts_with"]}),
+                           "attempt": {k: holder.get(k) for k in ("id", "title", "verdict", "figure")}
+                           if holder else None}
         out = list(hits)
         for h in [h for h in hits if h.relations["superseded_by"]]:
             succ = by_id.get(h.relations["superseded_by"])

@@ -22,7 +22,7 @@ import numpy as np
 
 from brain.attempts.extract import EXTRACTOR_VERSION, SUFFIXES, extract
 
-RECORD_TEXT = 2  # bump when record_text changes: every record is embedded again at the next sync
+RECORD_TEXT = 3  # bump when record_text or attempts.json changes: every record is synced again
 VERSION = f"{EXTRACTOR_VERSION}.{RECORD_TEXT}"  # what a stored record was extracted and embedded by
 from brain.attempts.relations import conflicts, supersession
 from brain import Unavailable
@@ -166,8 +166,8 @@ class AttemptStore:
             loaded = self.load(check=False)
             atomic_write(self.relations_path, json.dumps({"generation": m.generation, "extractor": VERSION,
                                                            "records": [
-                {k: r[k] for k in ("id", "corpus", "source", "start_line", "end_line", "superseded_by",
-                                   "conflicts_with")} for r in loaded.records]}))
+                {k: r.get(k) for k in ("id", "corpus", "source", "start_line", "end_line", "superseded_by",
+                                       "conflicts_with", "title", "verdict", "figure")} for r in loaded.records]}))
             loaded.key = self._key()  # the file just written is part of this state
         return {"files": len(todo), "added": len(new), "removed": len(gone)}
 

@@ -33,7 +33,7 @@ def test_search_get_and_post_agree_with_the_core(client, api_brain):
     top = body["results"][0]
     assert top["source"] == "000_51fd70c217354f0e.txt" and "Scoping" in top["text"]
     assert set(top) == {"rank", "score", "text", "source", "start_line", "end_line", "section", "kind", "tags",
-                        "language", "corpus", "patterns", "superseded_by", "conflicts_with"}
+                        "language", "corpus", "patterns", "superseded_by", "conflicts_with", "attempt"}
     post = client.post("/search", json={"q": "variable scoping in dynamic control flow", "k": 3}).json()
     core = api_brain.search("variable scoping in dynamic control flow", 3)
     assert [x["text"] for x in post["results"]] == [x["text"] for x in body["results"]] \
