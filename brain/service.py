@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from brain import BrainError, NotFound
+from brain import BrainError, NotFound, check_k
 from brain.attempts import Attempts
 from brain.attempts.writeback import RECORDS_CORPUS, records_dir, write_record
 from brain.chunking import SUPPORTED_SUFFIXES, UnsupportedFile, chunk_text
@@ -89,6 +89,7 @@ class Brain:
 
     def search(self, query: str, k: int = 5, filters: Filters | None = None, mode: str = "hybrid",
                expand: bool = False) -> dict:
+        check_k(k)
         load_ms = self._load(mode != "bm25" and bool((query or "").strip()))
         t0 = time.perf_counter()
         hits = self.searcher.search(query, k, filters, mode, expand=expand)
@@ -96,12 +97,14 @@ class Brain:
         return search_payload(query, ranked, (time.perf_counter() - t0) * 1000, load_ms, hits.match)
 
     def pitfall(self, error_text: str, k: int = 3, filters: Filters | None = None) -> dict:
+        check_k(k)
         load_ms = self._load(bool((error_text or "").strip()))
         t0 = time.perf_counter()
         hits = queries.pitfall(self.searcher, error_text, k, filters)
         return search_payload(error_text, hits, (time.perf_counter() - t0) * 1000, load_ms)
 
     def snippets(self, pattern: str, query: str | None = None, k: int = 5, filters: Filters | None = None) -> dict:
+        check_k(k)
         load_ms = self._load(bool((query or "").strip()))
         t0 = time.perf_counter()
         hits = queries.snippets(self.searcher, pattern, query, k, filters)

@@ -14,21 +14,10 @@ from brain import BrainError
 from brain.chunking import SUPPORTED_SUFFIXES
 from brain.config import CorpusSpec, Settings, default_corpora
 from brain.ingest import discover
-from brain.search import MODES, Filters
+from brain.search import MODES
 from brain.service import Brain
+from cli.args import add_filter_args, add_k, add_output_args, add_text, filters_from, text_of
 from cli.output import print_hits
-
-
-def add_filter_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kind", help="lesson, failed-attempt, constraint, result, how-to, reference, code")
-    p.add_argument("--tag", help="a tag or alias (tcgen05/UMMA, tma, tmem, s2t, pipeline, ...)")
-    p.add_argument("--source", help="only sources whose path contains this text")
-    p.add_argument("--language", help="markdown, python, rst")
-    p.add_argument("--corpus", help="only this corpus")
-
-
-def filters_from(args) -> Filters:
-    return Filters(kind=args.kind, tag=args.tag, source=args.source, language=args.language, corpus=args.corpus)
 
 
 def register(sub) -> None:
@@ -48,36 +37,36 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_watch)
 
     p = sub.add_parser("search", help="hybrid search over the index")
-    p.add_argument("query", nargs="+", help="the question (its words may be given unquoted)")
-    p.add_argument("-k", "-n", "--k", type=int, default=5, dest="k", help="how many results (default 5)")
+    add_text(p, "query", "the question")
+    add_k(p, 5)
     p.add_argument("--mode", choices=("hybrid", "bm25", "dense"), default="hybrid")
     p.add_argument("--expand", action="store_true", help="append the next chunk of the section to very short hits")
     add_filter_args(p)
-    p.add_argument("--json", action="store_true")
+    add_output_args(p)
     p.set_defaults(handler=cmd_search)
 
     p = sub.add_parser("pitfalls", aliases=["pitfall"],
                        help="paste an error message or traceback; get the rule that explains it")
-    p.add_argument("error", help="the error text ('-' reads it from stdin)")
-    p.add_argument("-k", "-n", "--k", type=int, default=3, dest="k", help="how many results (default 3)")
+    add_text(p, "error", "the error text")
+    add_k(p, 3)
     add_filter_args(p)
-    p.add_argument("--json", action="store_true")
+    add_output_args(p)
     p.set_defaults(handler=cmd_pitfall)
 
     p = sub.add_parser("snippets", help="code regions of the reference kernels that carry a pattern")
     p.add_argument("pattern", help="e.g. s2t-copy, tma-load, pipeline-setup (see `brain patterns`)")
-    p.add_argument("query", nargs="?", help="optional: rank the snippets by this question")
-    p.add_argument("-k", "-n", "--k", type=int, default=5, dest="k", help="how many results (default 5)")
+    add_text(p, "query", "optional: rank the snippets by this question", required=False)
+    add_k(p, 5)
     add_filter_args(p)
-    p.add_argument("--json", action="store_true")
+    add_output_args(p)
     p.set_defaults(handler=cmd_snippets)
 
     p = sub.add_parser("context", help="the best passages for a question, packed into one cited text (as GET /context)")
-    p.add_argument("query", nargs="+", help="the question (its words may be given unquoted)")
+    add_text(p, "query", "the question")
     p.add_argument("--budget", type=int, default=2000, help="upper bound on the text's tokens (default 2000)")
-    p.add_argument("-k", "-n", "--k", type=int, default=10, dest="k", help="passages considered (default 10)")
+    add_k(p, 10, "passages considered")
     add_filter_args(p)
-    p.add_argument("--json", action="store_true")
+    add_output_args(p, full=False)
     p.set_defaults(handler=cmd_context)
 
     p = sub.add_parser("sources", help="list the ingested files, or print lines of one (as GET /sources)")
@@ -174,15 +163,15 @@ def cmd_watch(args, settings: Settings) -> int:
 
 
 def cmd_search(args, settings: Settings) -> int:
-    payload = open_index(settings).search(" ".join(args.query), args.k, filters_from(args), mode=args.mode, expand=args.expand)
-    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    payload = open_index(settings).search(text_of(args.query), args.k, filters_from(args), mode=args.mode,
+                                          expand=args.expand)
+    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
 
 def cmd_pitfall(args, settings: Settings) -> int:
-    error = sys.stdin.read() if args.error == "-" else args.error
-    payload = open_index(settings).pitfall(error, args.k, filters_from(args))
-    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    payload = open_index(settings).pitfall(text_of(args.error), args.k, filters_from(args))
+    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
 
@@ -190,7 +179,7 @@ def cmd_context(args, settings: Settings) -> int:
     from brain.context import build_context, check_budget
     check_budget(args.budget)
     brain = open_index(settings)
-    out = build_context(brain.search(" ".join(args.query), args.k, filters_from(args)), args.budget)
+    out = build_context(brain.search(text_of(args.query), args.k, filters_from(args)), args.budget)
     print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else out["text"])
     return 0
 
@@ -218,8 +207,8 @@ def cmd_sources(args, settings: Settings) -> int:
 
 
 def cmd_snippets(args, settings: Settings) -> int:
-    payload = open_index(settings).snippets(args.pattern, args.query, args.k, filters_from(args))
-    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    payload = open_index(settings).snippets(args.pattern, text_of(args.query), args.k, filters_from(args))
+    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
 

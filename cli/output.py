@@ -6,7 +6,10 @@ import textwrap
 from brain.attempts.format import format_record
 
 
-def print_hits(payload: dict) -> None:
+WIDTH = 600  # characters of a passage plain output shows; --full shows all, --json too
+
+
+def print_hits(payload: dict, full: bool = False) -> None:
     match = payload.get("match")
     if match == "none":
         print("match: none (no passage matches this query; nothing in the index uses its words or meaning)")
@@ -19,7 +22,9 @@ def print_hits(payload: dict) -> None:
         tags = ", ".join(r["tags"])
         print(f"{r['rank']}. {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  [{r['kind']}] {tags}")
         print(f"   {r['section']}")
-        body = r["text"] if len(r["text"]) <= 600 else r["text"][:600] + " ..."
+        body = r["text"]
+        if not full and len(body) > WIDTH:
+            body = body[:WIDTH] + f" ... ({len(body) - WIDTH} more characters: --full shows the whole passage)"
         print(textwrap.indent(body, "   | "))
         print()
 
