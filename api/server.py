@@ -70,13 +70,13 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, ingest_
           watch: bool = False) -> int:
     brain = server_brain(settings)
     if ingest_first:
-        summary = brain.ingest(progress=sys.stderr.isatty())
+        summary = brain.ingest(progress=True)  # a line every few seconds in a log
         print(f"ingest: {summary.line()}", flush=True)
         for skip in summary.skipped:
             print(f"  skipped {skip}", file=sys.stderr)
     if watch:  # brain/watch.py: re-ingests in a background thread; searches keep the last snapshot meanwhile
         from brain.watch import Watcher
-        Watcher(brain.ingest, brain.known_corpora, warm=brain.warm_writer).start()
+        Watcher(brain.ingest, brain.indexed_corpora, warm=brain.warm_writer, max_bytes=settings.max_file_bytes).start()
         print("watching the corpora: changed files are re-ingested within about 2 s", flush=True)
     if not settings.api_key:
         print("writes (upload, delete, ingest, kernel runs) are disabled: set BRAIN_API_KEY to allow them",

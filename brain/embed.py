@@ -39,11 +39,18 @@ def resolve_model_path(model: str) -> str:
     return str(path())
 
 
-class Progress:
-    """One self-rewriting stderr line while chunks are embedded: chunks and files done, rate, ETA."""
+LINE_EVERY = 5.0  # seconds between progress lines when stderr is not a terminal (a log, a pipe)
 
-    def __init__(self, total: int, groups: list[str] | None, stream=None, every: float = 0.5):
-        self.total, self.stream, self.every = total, stream or sys.stderr, every
+
+class Progress:
+    """Chunks and files embedded, rate and ETA on stderr: on a terminal one line rewritten in place; otherwise
+    (a log file, a pipe) a plain line every LINE_EVERY seconds, so a short ingest prints nothing and a long one
+    shows it is alive."""
+
+    def __init__(self, total: int, groups: list[str] | None, stream=None, every: float | None = None):
+        self.total, self.stream = total, stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every = every if every is not None else 0.5 if self.tty else LINE_EVERY
         self.left: dict[str, int] = {}
         for g in groups or ():
             self.left[g] = self.left.get(g, 0) + 1
@@ -52,7 +59,7 @@ class Progress:
         self.t0 = self.shown = time.perf_counter()
 
     def note(self, text: str) -> None:
-        self.stream.write(f"\r\x1b[K{text}")
+        self.stream.write(f"\r\x1b[K{text}" if self.tty else f"{text}\n")
         self.stream.flush()
 
     def advance(self, groups: list[str | None]) -> None:
@@ -62,7 +69,8 @@ class Progress:
                 self.left[g] -= 1
                 self.files_done += self.left[g] == 0
         now = time.perf_counter()
-        if now - self.shown >= self.every or self.done == self.total:
+        due = now - self.shown >= self.every
+        if due or (self.tty and self.done == self.total):
             self.shown = now
             rate = self.done / max(now - self.t0, 1e-9)
             eta = (self.total - self.done) / rate if rate else 0.0
@@ -70,8 +78,9 @@ class Progress:
             self.note(f"embedding: {self.done}/{self.total} chunks{files} · {rate:.1f} chunks/s · ETA {eta:.0f} s")
 
     def close(self) -> None:
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()
+        if self.tty:  # the line is wiped before the summary prints
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
 
 
 class Embedder:
@@ -121,7 +130,7 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         bar = Progress(len(texts), groups) if progress else None
-        if bar and self._model is None:
+        if bar and bar.tty and self._model is None:
             bar.note("loading the embedding model ...")
         model = self.model
         window = 16 * batch_size  # a big ingest sees files finish; within a window, the fewest padded tokens

@@ -23,7 +23,7 @@ import numpy as np
 
 from brain import BrainError, NotFound
 from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
-from brain.config import CorpusSpec, Settings
+from brain.config import DEFAULT_MAX_FILE_BYTES, CorpusSpec, Settings
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex
 from brain.store import Manifest, Store, file_key, open_store
@@ -44,10 +44,13 @@ class Committed:
 
 @dataclass
 class Summary:
+    """What a write did. Every file seen is exactly one of changed (new or edited), unchanged or skipped;
+    removed files are those gone from their corpus."""
     files_seen: int = 0
     files_changed: int = 0
     files_removed: int = 0
     skipped: list[str] = field(default_factory=list)  # "path: reason"
+    files_unchanged: int = 0
     chunks_added: int = 0
     chunks_removed: int = 0
     chunks_embedded: int = 0
@@ -58,20 +61,22 @@ class Summary:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "committed"}
 
     def line(self) -> str:
-        return (f"files: {self.files_seen} seen, {self.files_changed} changed, {self.files_removed} removed, "
-                f"{len(self.skipped)} skipped · chunks: {self.chunks_added} added, {self.chunks_removed} removed, "
-                f"{self.chunks_embedded} embedded · {self.seconds:.2f} s")
+        return (f"files: {self.files_seen} seen: {self.files_changed} changed, {self.files_unchanged} unchanged, "
+                f"{len(self.skipped)} skipped; {self.files_removed} removed · chunks: {self.chunks_added} added, "
+                f"{self.chunks_removed} removed, {self.chunks_embedded} embedded · {self.seconds:.2f} s")
 
 
 def _matches(rel: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(rel, p) or (p.startswith("**/") and fnmatch.fnmatch(rel, p[3:])) for p in patterns)
 
 
-def discover(spec: CorpusSpec) -> tuple[list[tuple[Path, str]], list[str]]:
-    """Files of a corpus as (path, source relative to its root), and skipped files with the reason."""
+def discover(spec: CorpusSpec, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[list[tuple[Path, str]], list[str]]:
+    """Files of a corpus as (path, source relative to its root), and skipped files with the reason (a link out
+    of the corpus, a format not supported, a file over `max_bytes`)."""
     root = spec.root
     if root.is_file():
-        return [(root, root.name)], []
+        too_big = _too_big(root, root.name, max_bytes)
+        return ([], [too_big]) if too_big else ([(root, root.name)], [])
     files, skipped = [], []
     for path in sorted(root.rglob("*")):
         rel_parts = path.relative_to(root).parts
@@ -88,8 +93,22 @@ def discover(spec: CorpusSpec) -> tuple[list[tuple[Path, str]], list[str]]:
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             skipped.append(f"{rel}: unsupported format '{path.suffix or 'no extension'}'")
             continue
+        too_big = _too_big(path, rel, max_bytes)
+        if too_big:
+            skipped.append(too_big)
+            continue
         files.append((path, rel))
     return files, skipped
+
+
+def _too_big(path: Path, rel: str, max_bytes: int) -> str | None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None  # gone meanwhile: the reader says so
+    if size <= max_bytes:
+        return None
+    return f"{rel}: {size / 1e6:.1f} MB, over the limit of {max_bytes / 1e6:g} MB per file (BRAIN_MAX_FILE_MB)"
 
 
 def _hash(path: Path) -> str:
@@ -145,21 +164,23 @@ class Ingester:
         todo: list[tuple[str, Path, str, dict]] = []
         seen: set[str] = set()
         for spec in specs:
-            files, skipped = discover(spec)
+            files, skipped = discover(spec, self.settings.max_file_bytes)
             s.skipped += [f"{spec.name}/{x}" for x in skipped]
+            s.files_seen += len(files) + len(skipped)
             plan.corpora[spec.name] = {"root": str(spec.root), "include": list(spec.include),
                                        "exclude": list(spec.exclude)}
             for path, rel in files:
                 key = file_key(spec.name, rel)
                 seen.add(key)
-                s.files_seen += 1
                 st = path.stat()
                 entry = m.files.get(key)
                 if entry and entry["size"] == st.st_size and entry["mtime_ns"] == st.st_mtime_ns:
+                    s.files_unchanged += 1
                     continue  # unchanged by stat: no read, no hash
                 digest = _hash(path)
                 if entry and entry["hash"] == digest:
                     plan.touched[key] = st.st_mtime_ns
+                    s.files_unchanged += 1
                     continue
                 todo.append((key, path, digest, {"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
         # files gone from a corpus we just scanned (other corpora are left as they are)
@@ -293,7 +314,7 @@ class Ingester:
             if m.files.get(key, {}).get("hash") != digest:
                 plan.new[key] = (digest, {"size": len(text.encode()), "mtime_ns": time.time_ns()}, prepared)
             else:
-                s.chunks_embedded = 0
+                s.chunks_embedded, s.files_unchanged = 0, 1
             self.store.save_upload(corpus, name, text)  # before the manifest: a listed file is always readable
             self.commit(m, plan, s, lease)
         s.seconds = time.perf_counter() - t0

@@ -225,7 +225,9 @@ class Brain:
 
     # ---- writes -------------------------------------------------------------------------------
     def ingest(self, specs: list[CorpusSpec] | None = None, progress: bool = False) -> Summary:
-        return self._installed(self.ingester.run(specs or self.known_corpora(), progress=progress))
+        """Bring the index in line with `specs` (None: its own corpora, or the default ones for a new index)."""
+        return self._installed(self.ingester.run(self.known_corpora() if specs is None else specs,
+                                                 progress=progress))
 
     def remove_corpus(self, name: str) -> Summary:
         return self._installed(self.ingester.remove_corpus(name))
@@ -238,12 +240,18 @@ class Brain:
         return summary
 
     def known_corpora(self) -> list[CorpusSpec]:
-        """The default corpora plus every corpus ingested before (re-scanned by POST /ingest)."""
-        specs = {s.name: s for s in default_corpora()}
-        for name, c in self.store.load_manifest().corpora.items():
-            if not self.store.is_upload_corpus(name, c) and Path(c["root"]).exists():  # another host's folder is not re-scanned here
-                specs.setdefault(name, CorpusSpec(name, Path(c["root"]), tuple(c["include"]), tuple(c["exclude"])))
-        return list(specs.values())
+        """What a re-scan covers (POST /ingest, `brain serve` at start): the index's own corpora, or the default
+        ones while it holds none."""
+        m = self.store.load_manifest()
+        return self.indexed_corpora(m) if m.corpora else default_corpora()
+
+    def indexed_corpora(self, m: Manifest | None = None) -> list[CorpusSpec]:
+        """The folders the index holds, as they were declared (what `serve --watch` watches): never a corpus
+        nobody asked for; uploads and another host's folders are not scanned here."""
+        m = m or self.store.load_manifest()
+        return [CorpusSpec(name, Path(c["root"]), tuple(c["include"]), tuple(c["exclude"]))
+                for name, c in sorted(m.corpora.items())
+                if not self.store.is_upload_corpus(name, c) and Path(c["root"]).exists()]
 
     def upload(self, filename: str, data: bytes, corpus: str = UPLOAD_CORPUS) -> Summary:
         """Validate, chunk and embed (no lock held), then store and index one file under the write lease; a

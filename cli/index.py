@@ -29,7 +29,8 @@ def register(sub) -> None:
     p.add_argument("--remove", metavar="CORPUS", help="remove a corpus and all its chunks")
     p.add_argument("--rebuild", action="store_true", help="drop the index and ingest from scratch")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--quiet", action="store_true", help="no progress line (none either when stderr is not a terminal)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (otherwise: a line rewritten in place on a "
+                   "terminal, a line every few seconds of a long ingest in a log or a pipe)")
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("watch", help="keep the index fresh: re-ingest changed, added and deleted files as they change")
@@ -100,7 +101,7 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_patterns)
 
 
-def specs_from(args, brain: Brain) -> list[CorpusSpec]:
+def specs_from(args, brain: Brain, max_bytes: int) -> list[CorpusSpec]:
     if not args.paths:
         return default_corpora()
     known = brain.manifest().corpora
@@ -112,9 +113,10 @@ def specs_from(args, brain: Brain) -> list[CorpusSpec]:
         name = args.corpus or next((n for n, c in known.items() if c["root"] == str(root)), None)
         name = name or (root.name if root.is_dir() else root.parent.name)
         spec = CorpusSpec(name, root, tuple(args.include), tuple(args.exclude))
-        if not discover(spec)[0]:
-            raise BrainError(f"nothing to ingest under {path}: no {', '.join(SUPPORTED_SUFFIXES)} files "
-                             "(after --include/--exclude)")
+        files, skipped = discover(spec, max_bytes)
+        if not files:
+            raise BrainError(f"nothing to ingest under {path}: " + ("; ".join(skipped[:3]) if skipped else
+                             f"no {', '.join(SUPPORTED_SUFFIXES)} files (after --include/--exclude)"))
         specs.append(spec)
     if args.corpus and len(specs) > 1:
         raise BrainError("--corpus names one corpus: give one PATH with it")
@@ -138,11 +140,11 @@ def cmd_ingest(args, settings: Settings) -> int:
     if args.remove:
         summary = brain.remove_corpus(args.remove)
     else:
-        specs = specs_from(args, brain)
+        specs = specs_from(args, brain, settings.max_file_bytes)
         # nothing changed by size and mtime: answer without opening Chroma or loading the model
-        summary = None if args.rebuild else unchanged(brain.manifest(), specs)
+        summary = None if args.rebuild else unchanged(brain.manifest(), specs, settings.max_file_bytes)
         if summary is None:
-            summary = brain.ingest(specs, progress=sys.stderr.isatty() and not (args.json or args.quiet))
+            summary = brain.ingest(specs, progress=not args.quiet)
             brain.snapshot()  # the snapshot file the next CLI read loads (no Chroma, no torch)
     if args.json:
         print(json.dumps(summary.as_dict()))
@@ -156,9 +158,10 @@ def cmd_ingest(args, settings: Settings) -> int:
 def cmd_watch(args, settings: Settings) -> int:
     from brain.watch import Watcher
     brain = Brain(settings)
-    print(f"watching {', '.join(str(s.root) for s in brain.known_corpora())} (index {settings.home}); "
-          "Ctrl-C stops", file=sys.stderr, flush=True)
-    Watcher(brain.ingest, brain.known_corpora, warm=brain.warm_writer, interval=args.interval).run()
+    roots = ", ".join(str(s.root) for s in brain.indexed_corpora()) or "no corpus yet (brain ingest PATH adds one)"
+    print(f"watching {roots} (index {settings.home}); Ctrl-C stops", file=sys.stderr, flush=True)
+    Watcher(brain.ingest, brain.indexed_corpora, warm=brain.warm_writer, interval=args.interval,
+            max_bytes=settings.max_file_bytes).run()
     return 0
 
 

@@ -27,6 +27,6 @@ def delete(path: str, brain: Brain = Depends(get_brain)) -> dict:
     return {"path": path, **brain.delete_document(path).as_dict()}
 
 
-@router.post("/ingest", summary="re-scan the default and previously ingested corpora (incremental)")
+@router.post("/ingest", summary="re-scan the index's corpora (the default ones for an empty index), incrementally")
 def ingest(brain: Brain = Depends(get_brain)) -> dict:
     return brain.ingest().as_dict()
