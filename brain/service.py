@@ -68,6 +68,15 @@ class Brain:
         """The stored generation, read now (0: no index)."""
         return self.store.generation(max_age=0)
 
+    def claim(self, role: str | None = None) -> None:
+        """Become the index's one owner now (`brain serve`, `brain watch`): a second one is refused at start,
+        with one line, rather than at its first write (brain/owner.py)."""
+        self.store.claim(role)
+
+    def close(self) -> None:
+        """Let go of the index (its Chroma client and owner lock); the next use opens it again."""
+        self.store.close()
+
     def warm_writer(self) -> None:
         """Load the embedding model now, so the first write does not wait for torch."""
         self.embedder.model

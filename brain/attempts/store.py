@@ -81,7 +81,7 @@ class AttemptStore:
     # ---- writes -------------------------------------------------------------------------------
     def _stored(self) -> tuple[list[str], list[dict]]:
         ids, metas = [], []
-        for page in self.store.pages(self.collection, ["metadatas"], "read attempt records"):
+        for page in self.store.pages("attempts", ["metadatas"], "read attempt records"):
             ids += page["ids"]
             metas += page["metadatas"]
         return ids, metas
@@ -198,7 +198,7 @@ class AttemptStore:
                 return self._loaded
             live = set(self.store.load_manifest().files)
             records, texts, vecs, passages = [], [], [], {}
-            for page in self.store.pages(self.collection, ["metadatas", "documents", "embeddings"],
+            for page in self.store.pages("attempts", ["metadatas", "documents", "embeddings"],
                                          "read attempt records"):
                 for meta, doc, vec in zip(page["metadatas"], page["documents"], page["embeddings"]):
                     if meta["file"] in live and not meta.get("marker"):
