@@ -61,6 +61,11 @@ class Summary:
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "committed"}
 
+    @classmethod
+    def of(cls, d: dict) -> "Summary":
+        """The Summary of an as_dict() answer (a write done by a server)."""
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "committed"})
+
     def line(self) -> str:
         return (f"files: {self.files_seen} seen: {self.files_changed} changed, {self.files_unchanged} unchanged, "
                 f"{len(self.skipped)} skipped; {self.files_removed} removed · chunks: {self.chunks_added} added, "

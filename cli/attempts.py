@@ -1,4 +1,4 @@
-"""`brain attempts`, `brain conflicts`, `brain record`."""
+"""`brain attempts`, `brain conflicts`, `brain record` (through a running `brain serve` of the home, if any)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +10,7 @@ from brain.config import Settings
 from cli.args import add_k, add_text, text_of
 from cli.index import open_index
 from cli.output import print_record
+from cli.remote import find_server
 
 
 def register(sub) -> None:
@@ -37,8 +38,9 @@ def register(sub) -> None:
 
 
 def cmd_attempts(args, settings: Settings) -> int:
-    payload = open_index(settings).find_attempts(text_of(args.query), args.technique, args.verdict, args.problem,
-                                                 args.include_superseded, args.k, args.corpus)
+    query, server = text_of(args.query), find_server(settings)
+    payload = (server or open_index(settings)).find_attempts(query, args.technique, args.verdict, args.problem,
+                                                             args.include_superseded, args.k, args.corpus)
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, indent=1))
         return 0
@@ -50,7 +52,7 @@ def cmd_attempts(args, settings: Settings) -> int:
 
 
 def cmd_conflicts(args, settings: Settings) -> int:
-    payload = open_index(settings).attempt_conflicts(args.technique)
+    payload = (find_server(settings) or open_index(settings)).attempt_conflicts(args.technique)
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, indent=1))
         return 0
@@ -72,7 +74,7 @@ def cmd_record(args, settings: Settings) -> int:
         obj = json.loads(raw)
     except json.JSONDecodeError as e:
         raise BrainError(f"{args.file} is not JSON: {e.msg} at line {e.lineno}") from None
-    out = open_index(settings).record(obj, args.target)
+    out = (find_server(settings) or open_index(settings)).record(obj, args.target)
     print(json.dumps(out) if args.json else f"recorded {out['id']} at {out['corpus']}/{out['source']}:"
           f"{out['start_line']}-{out['end_line']}")
     return 0

@@ -1,7 +1,10 @@
-"""`brain ingest`, `watch`, `search`, `pitfalls`, `snippets`, `eval`, `chunks`, `stats`, `patterns`.
+"""`brain ingest`, `watch`, `search`, `pitfalls`, `snippets`, `context`, `sources`, `eval`, `chunks`, `stats`,
+`patterns`.
 
 Every handler takes parsed args and a Settings, prints, and returns an exit code; errors are raised as
-BrainError and printed as one line by the entry point (cli/main.py).
+BrainError and printed as one line by the entry point (cli/main.py). While a `brain serve` of the same home
+runs, writes and ranked reads go through it (cli/remote.py); the index's modules are imported only by the
+handlers that open it, so a command answered by the server starts fast.
 """
 from __future__ import annotations
 
@@ -9,15 +12,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from brain import BrainError
-from brain.chunking import SUPPORTED_SUFFIXES
 from brain.config import CorpusSpec, Settings, default_corpora
-from brain.ingest import discover
-from brain.search import MODES
-from brain.service import Brain
-from cli.args import add_filter_args, add_k, add_output_args, add_text, filters_from, text_of
+from cli.args import add_filter_args, add_k, add_output_args, add_text, filter_values, filters_from, text_of
 from cli.output import print_hits
+from cli.remote import find_server, note
+
+if TYPE_CHECKING:
+    from brain.service import Brain
 
 
 def register(sub) -> None:
@@ -102,6 +106,8 @@ def register(sub) -> None:
 
 
 def specs_from(args, brain: Brain, max_bytes: int) -> list[CorpusSpec]:
+    from brain.chunking import SUPPORTED_SUFFIXES
+    from brain.ingest import discover
     if not args.paths:
         return default_corpora()
     known = brain.manifest().corpora
@@ -125,6 +131,7 @@ def specs_from(args, brain: Brain, max_bytes: int) -> list[CorpusSpec]:
 
 def open_index(settings: Settings) -> Brain:
     """A Brain over an index that exists: a read never creates an empty index (nor its folder)."""
+    from brain.service import Brain
     brain = Brain(settings)
     if brain.generation() == 0:
         where = f"{settings.chroma_url} (index {settings.index})" if settings.chroma_url else str(settings.home)
@@ -133,17 +140,27 @@ def open_index(settings: Settings) -> Brain:
 
 
 def cmd_ingest(args, settings: Settings) -> int:
+    from brain.ingest import Summary
+    from brain.service import Brain
     from brain.watch import unchanged
-    brain = Brain(settings)
+    server = find_server(settings)
+    brain = Brain(settings)  # the manifest and the files: no Chroma unless this process writes
     if args.rebuild:
+        if server:
+            raise BrainError(f"{server} serves this index: stop it before `brain ingest --rebuild`")
         brain.rebuild()
     if args.remove:
-        summary = brain.remove_corpus(args.remove)
+        if server:
+            note(server, f"removing corpus '{args.remove}'")
+        summary = Summary.of(server.remove_corpus(args.remove)) if server else brain.remove_corpus(args.remove)
     else:
         specs = specs_from(args, brain, settings.max_file_bytes)
         # nothing changed by size and mtime: answer without opening Chroma or loading the model
         summary = None if args.rebuild else unchanged(brain.manifest(), specs, settings.max_file_bytes)
-        if summary is None:
+        if summary is None and server:
+            note(server, "ingesting")
+            summary = Summary.of(server.ingest(specs))
+        elif summary is None:
             summary = brain.ingest(specs, progress=not args.quiet)
             brain.snapshot()  # the snapshot file the next CLI read loads (no Chroma, no torch)
     if args.json:
@@ -156,8 +173,13 @@ def cmd_ingest(args, settings: Settings) -> int:
 
 
 def cmd_watch(args, settings: Settings) -> int:
+    from brain.service import Brain
     from brain.watch import Watcher
+    server = find_server(settings)
+    if server:
+        raise BrainError(f"{server} serves this index: watch through it (`brain serve --watch`) instead")
     brain = Brain(settings)
+    brain.claim("brain watch")  # the index's one writer while it watches
     roots = ", ".join(str(s.root) for s in brain.indexed_corpora()) or "no corpus yet (brain ingest PATH adds one)"
     print(f"watching {roots} (index {settings.home}); Ctrl-C stops", file=sys.stderr, flush=True)
     Watcher(brain.ingest, brain.indexed_corpora, warm=brain.warm_writer, interval=args.interval,
@@ -166,14 +188,17 @@ def cmd_watch(args, settings: Settings) -> int:
 
 
 def cmd_search(args, settings: Settings) -> int:
-    payload = open_index(settings).search(text_of(args.query), args.k, filters_from(args), mode=args.mode,
-                                          expand=args.expand)
+    query, server = text_of(args.query), find_server(settings)
+    payload = server.search(query, args.k, filter_values(args), args.mode, args.expand) if server else \
+        open_index(settings).search(query, args.k, filters_from(args), mode=args.mode, expand=args.expand)
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
 
 def cmd_pitfall(args, settings: Settings) -> int:
-    payload = open_index(settings).pitfall(text_of(args.error), args.k, filters_from(args))
+    error, server = text_of(args.error), find_server(settings)
+    payload = server.pitfall(error, args.k, filter_values(args)) if server else \
+        open_index(settings).pitfall(error, args.k, filters_from(args))
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
@@ -181,8 +206,9 @@ def cmd_pitfall(args, settings: Settings) -> int:
 def cmd_context(args, settings: Settings) -> int:
     from brain.context import build_context, check_budget
     check_budget(args.budget)
-    brain = open_index(settings)
-    out = build_context(brain.search(text_of(args.query), args.k, filters_from(args)), args.budget)
+    query, server = text_of(args.query), find_server(settings)
+    out = server.context(query, args.budget, args.k, filter_values(args)) if server else \
+        build_context(open_index(settings).search(query, args.k, filters_from(args)), args.budget)
     print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else out["text"])
     return 0
 
@@ -210,13 +236,16 @@ def cmd_sources(args, settings: Settings) -> int:
 
 
 def cmd_snippets(args, settings: Settings) -> int:
-    payload = open_index(settings).snippets(args.pattern, text_of(args.query), args.k, filters_from(args))
+    query, server = text_of(args.query), find_server(settings)
+    payload = server.snippets(args.pattern, query, args.k, filter_values(args)) if server else \
+        open_index(settings).snippets(args.pattern, query, args.k, filters_from(args))
     print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
 
 def cmd_eval(args, settings: Settings) -> int:
     from brain.evaluate import evaluate, load_questions
+    from brain.search import MODES
     sets = [(file, load_questions(file)) for file in args.file]  # every file checked before any search
     searcher = open_index(settings).searcher
     reports = {str(file): evaluate(searcher, questions, (args.mode,) if args.mode else MODES, args.corpus,

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import textwrap
 
-from brain.attempts.format import format_record
-
 
 WIDTH = 600  # characters of a passage plain output shows; --full shows all, --json too
 
@@ -30,5 +28,6 @@ def print_hits(payload: dict, full: bool = False) -> None:
 
 
 def print_record(r: dict, n: int | None = None) -> None:
+    from brain.attempts.format import format_record
     print(format_record(r, n))
     print()

@@ -45,6 +45,7 @@ class SearchRequest(FilterFields):
     k: int = Field(5, ge=1, le=MAX_K)
     mode: Mode = "hybrid"
     pattern: str | None = Field(None, max_length=64, description="only code regions carrying this pattern")
+    expand: bool = Field(False, description="append the next chunk of the section to very short hits")
 
 
 class PitfallRequest(FilterFields):
@@ -55,13 +56,14 @@ class PitfallRequest(FilterFields):
 @router.get("/search", summary="hybrid search (the JSON of `brain search --json`)")
 def search_get(q: str = Query(..., min_length=1, max_length=MAX_QUERY), k: int = Query(5, ge=1, le=MAX_K),
                mode: Mode = "hybrid", pattern: str | None = Query(None, max_length=64),
+               expand: bool = Query(False, description="append the next chunk of the section to very short hits"),
                f: FilterFields = Depends(filter_query), brain: Brain = Depends(get_brain)) -> dict:
-    return brain.search(q, k, f.filters(pattern), mode)
+    return brain.search(q, k, f.filters(pattern), mode, expand=expand)
 
 
 @router.post("/search", summary="hybrid search, fields in a JSON body")
 def search_post(req: SearchRequest, brain: Brain = Depends(get_brain)) -> dict:
-    return brain.search(req.q, req.k, req.filters(req.pattern), req.mode)
+    return brain.search(req.q, req.k, req.filters(req.pattern), req.mode, expand=req.expand)
 
 
 @router.get("/pitfalls", summary="the rules that explain an error message")
