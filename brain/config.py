@@ -79,3 +79,13 @@ def default_index(home: Path, chroma_url: str | None) -> str:
         return "brain"
     import hashlib
     return "brain-" + hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:10]
+
+
+def machine() -> str:
+    """What a timing was measured under: `load 1.2 0.9 0.7 (1/5/15 min) on 2 cores` (Unix load averages)."""
+    try:
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        load = "?"
+    return f"load {load} (1/5/15 min) on {os.cpu_count()} cores"
+

@@ -27,7 +27,7 @@ from brain.config import DEFAULT_MAX_FILE_BYTES, CorpusSpec, Settings
 from brain.embed import Embedder
 from brain.embed_cache import EmbeddingCache
 from brain.lexical import LexicalIndex
-from brain.store import Manifest, Store, file_key, open_store
+from brain.store import Manifest, Store, chunk_metadata, file_key, open_store
 
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".brain", ".pytest_cache", ".cute", ".whl"}
 
@@ -140,11 +140,13 @@ class Plan:
 
 
 class Ingester:
-    def __init__(self, settings: Settings, store: Store | None = None, embedder: Embedder | None = None):
+    def __init__(self, settings: Settings, store: Store | None = None, embedder: Embedder | None = None,
+                 current=lambda: None):
         self.settings = settings
         self.store = store or open_store(settings)
         self.embedder = embedder or Embedder(settings.model, settings.device)
         self.vectors = EmbeddingCache(settings.home, settings.model)
+        self.current = current  # the view this process holds (ids, texts, metas, vectors, generation), if any
 
     # ---- compatibility --------------------------------------------------------------------------
     def check_writable(self, m: Manifest, dim: int | None = None) -> None:
@@ -255,6 +257,7 @@ class Ingester:
         """Apply `plan` to `m` (loaded under `lease`): orphans out, new chunks in, manifest, stale chunks out."""
         dim = next((p.vectors.shape[1] for _, _, p in plan.new.values() if len(p.chunks)), None)
         self.check_writable(m, dim)
+        before = m.generation
         changed = self._reconcile(m)
         new_chunks = [c for _, _, p in plan.new.values() for c in p.chunks]
         if new_chunks:
@@ -293,7 +296,7 @@ class Ingester:
             lease.check()  # a writer that lost its lease must not commit over the one that took it
             self.store.save_manifest(m)
             self.store.delete(stale)
-            s.committed = self.read_back(m)
+            s.committed = self.updated(m, before, plan) or self.read_back(m)
         elif plan.touched or declared:
             lease.check()
             self.store.save_manifest(m)
@@ -308,6 +311,33 @@ class Ingester:
     def read_back(self, m: Manifest) -> Committed:
         ids, docs, metas, vectors = self.store.records_with_vectors(m.ids())
         return Committed(m, ids, docs, metas, LexicalIndex.of_chunks(ids, docs, metas), vectors)
+
+    def updated(self, m: Manifest, before: int, plan: Plan) -> Committed | None:
+        """The committed generation without reading the index back: the view this process held of generation
+        `before` (the one this write started from), less what the write dropped, plus what it stored, in
+        read_back's order. None when there is no such view (another process wrote meanwhile)."""
+        view = self.current()
+        if view is None or view.generation != before:
+            return None
+        keep = m.ids()
+        rows = {i: (t, meta, n) for n, (i, t, meta) in enumerate(zip(view.ids, view.texts, view.metas)) if i in keep}
+        fresh = {c.id: (c, p.vectors[n]) for _, _, p in plan.new.values() for n, c in enumerate(p.chunks)}
+        if set(rows) | set(fresh) != keep:
+            return None
+        ids = sorted(keep, key=lambda i: _position(fresh[i][0] if i in fresh else rows[i][1]))
+        dim = next((v.shape[0] for _, v in fresh.values()), view.vectors.shape[1] if view.vectors.ndim == 2 else 0)
+        texts, metas, vectors = [], [], np.zeros((len(ids), dim), dtype=np.float32)
+        for n, i in enumerate(ids):
+            if i in fresh:
+                c, vectors[n] = fresh[i]
+                texts.append(c.text)
+                metas.append(chunk_metadata(c))
+            else:
+                text, meta, at = rows[i]
+                texts.append(text)
+                metas.append(meta)
+                vectors[n] = view.vectors[at]
+        return Committed(m, ids, texts, metas, LexicalIndex.of_chunks(ids, texts, metas), vectors)
 
     # ---- uploaded documents ---------------------------------------------------------------------
     def put_document(self, corpus: str, name: str, text: str, prepared: Prepared) -> Summary:
@@ -366,6 +396,13 @@ class Ingester:
                     self.store.delete_upload(name, key.split(":", 1)[1])
         s.seconds = time.perf_counter() - t0
         return s
+
+
+def _position(c: Chunk | dict) -> tuple:
+    """Where a chunk (or its stored metadata) sorts in a view: by corpus, source and lines."""
+    if isinstance(c, Chunk):
+        return c.corpus, c.source, c.start_line, c.end_line
+    return c["corpus"], c["source"], c["start_line"], c["end_line"]
 
 
 def _dedupe(chunks: list[Chunk]) -> list[Chunk]:

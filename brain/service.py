@@ -53,7 +53,7 @@ class Brain:
         self.store = open_store(self.settings)
         self.embedder = embedder or Embedder(self.settings.model, self.settings.device)
         self.searcher = Searcher(self.settings, self.store, self.embedder)
-        self.ingester = Ingester(self.settings, self.store, self.embedder)
+        self.ingester = Ingester(self.settings, self.store, self.embedder, current=self.searcher.snapshots.held)
         self.attempts = Attempts(self.store, self.embedder)  # attempt records: synced after every write
 
     # ---- the index ----------------------------------------------------------------------------

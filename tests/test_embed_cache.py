@@ -38,7 +38,7 @@ def test_a_one_line_edit_embeds_only_the_changed_chunk(tmp_path, make_brain):
     old_by_text = {before[k]["text"]: vectors[before[k]["id"]] for k in before}
     for i, text in zip(snap.ids, snap.texts):
         if text in old_by_text:
-            assert np.array_equal(snap.vectors[snap.pos[i]], old_by_text[text])
+            assert np.allclose(snap.vectors[snap.pos[i]], old_by_text[text], atol=1e-6)  # Chroma rounds its copy
     assert "zqxedit" in brain.search("zqxedit", k=1)["results"][0]["text"]
 
 

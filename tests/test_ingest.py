@@ -6,6 +6,7 @@ import sys
 import time
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from brain import BrainError
@@ -218,3 +219,27 @@ def test_mtime_only_change_does_not_bump_the_generation(tmp_path, make_brain):
     m = brain.store.load_manifest()
     assert m.generation == gen  # readers keep their snapshot
     assert m.files["t:a.md"]["mtime_ns"] == (docs / "a.md").stat().st_mtime_ns  # next run skips by stat
+
+
+def test_a_write_builds_its_view_from_the_last_one_as_the_index_reads_back(tmp_path, make_brain):
+    """After a write, the view a process installs (its last view less the dropped chunks, plus the stored ones)
+    is what reading the whole index back from Chroma gives: ids, order, texts, metadata and vectors."""
+    docs = tmp_path / "docs"
+    _write(docs / "a.md", "# A\n\n## One\n\nalpha about TMA\n\n## Two\n\nbeta about tensor memory\n")
+    _write(docs / "b.md", "# B\n\ngamma about pipelines\n")
+    brain = make_brain()
+    brain.ingest([corpus(docs)])
+    brain.snapshot()
+    reads = []
+    records = brain.store.records_with_vectors
+    brain.store.records_with_vectors = lambda *a, **k: reads.append(1) or records(*a, **k)
+    _write(docs / "a.md", "# A\n\n## One\n\nalpha about TMA, edited\n\n## Two\n\nbeta about tensor memory\n")
+    _write(docs / "c.md", "# C\n\ndelta about split-K\n")
+    (docs / "b.md").unlink()
+    brain.ingest([corpus(docs)])
+    assert reads == []  # nothing was read back
+    view = brain.snapshot()
+    back = brain.ingester.read_back(brain.store.load_manifest())
+    assert view.generation == back.manifest.generation
+    assert (view.ids, view.texts, view.metas) == (back.ids, back.texts, back.metas)
+    assert np.allclose(view.vectors, back.vectors, atol=1e-6)  # Chroma's copy is re-normalised: float rounding

@@ -188,6 +188,10 @@ class Snapshots:
         finally:
             self._lock.release()
 
+    def held(self) -> Snapshot | None:
+        """The view held now, without loading anything (a writer builds the next one from it)."""
+        return self._snap
+
     def _wait_for_file(self, m) -> tuple:
         """While another process owns the index, its snapshot file lags its manifest only between a commit and
         the file's rewrite (well under a second): read the file once it stands for the manifest as stored."""
@@ -210,5 +214,7 @@ class Snapshots:
         self.cache.save(c.manifest, c.ids, c.texts, c.metas, c.vectors)
 
     def clear_caches(self) -> None:
-        """The index was dropped (`brain ingest --rebuild`): its cached bm25 index goes with it."""
+        """The index was dropped (`brain ingest --rebuild`): its cached bm25 index and the view held go with it."""
         self.lexical_cache.clear()
+        with self._lock:
+            self._snap = None
