@@ -50,8 +50,11 @@ def claim(home: Path, role: str | None = None) -> None:
         if home in _held:
             _held[home][1] += 1
             return
-        home.mkdir(parents=True, exist_ok=True)
-        f = open(home / OWNER_FILE, "a+")
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            f = open(home / OWNER_FILE, "a+")
+        except OSError as e:
+            raise Unavailable(f"cannot open the index at {home}: {e.strerror or e}") from None
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
