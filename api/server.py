@@ -18,7 +18,7 @@ import time
 import uvicorn
 
 from api.app import MAX_HEADER_BYTES, MAX_URL_BYTES, create_app, server_brain
-from brain.config import Settings
+from brain.config import Settings, machine
 from brain.owner import advertise, new_token, withdraw
 
 
@@ -74,12 +74,13 @@ def json_protocol():
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, ingest_first: bool = True,
           watch: bool = False) -> int:
+    started = time.perf_counter()
     brain = server_brain(settings)
     url = f"http://{LOOPBACK.get(host, host)}:{port}"
     brain.claim(f"brain serve at {url}")  # the embedded index's one owner: a second one is refused now, in one line
     if ingest_first:
         summary = brain.ingest(progress=True)  # a line every few seconds in a log
-        print(f"ingest: {summary.line()}", flush=True)
+        print(f"ingest: {summary.line()} [{machine()}]", flush=True)
         for skip in summary.skipped:
             print(f"  skipped {skip}", file=sys.stderr)
     if watch:  # brain/watch.py: re-ingests in a background thread; searches keep the last snapshot meanwhile
@@ -91,8 +92,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, ingest_
               "(the CLI beside this server writes without it)", file=sys.stderr)
     app = create_app(settings, brain=brain, host=host)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=json_protocol()))
-    if not settings.chroma_url:  # team mode: every process is a Chroma client already, nothing to go through
-        threading.Thread(target=_advertise, args=(server, app, settings, url), daemon=True).start()
+    threading.Thread(target=_when_listening, args=(server, app, settings, url, started), daemon=True).start()
     print(f"serving {url}/  (API docs /docs, MCP /mcp)", flush=True)
     try:
         server.run()
@@ -104,11 +104,14 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, ingest_
 LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}  # where a client on this host reaches it
 
 
-def _advertise(server, app, settings: Settings, url: str) -> None:
-    """Once uvicorn listens, tell local clients where this server is (brain/owner.py: server.json, 0600)."""
+def _when_listening(server, app, settings: Settings, url: str, started: float) -> None:
+    """Once uvicorn listens: say how long start-up took, and tell local clients where this server is
+    (brain/owner.py: server.json, 0600; not in team mode, where every process is a Chroma client already)."""
     while not server.started:
         if server.should_exit:
             return
         time.sleep(0.05)
-    app.state.local_token = token = new_token()  # accepted before any client can read it
-    advertise(settings.home, url, token)
+    if not settings.chroma_url:
+        app.state.local_token = token = new_token()  # accepted before any client can read it
+        advertise(settings.home, url, token)
+    print(f"ready {time.perf_counter() - started:.1f} s after start [{machine()}]", flush=True)
