@@ -8,7 +8,6 @@ handlers that open it, so a command answered by the server starts fast.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
