@@ -1,7 +1,7 @@
 """How long an edited worklog takes to reach the index: under `brain serve --watch` (what a user runs), or a
 Watcher in this process (`--in-process`, the same class). Every figure is printed with the machine's load.
 
-    python bench/serving/cli_watch_latency.py [--edits 8] [--files 20] [--lines 40] [--in-process]
+    python bench/serving/cli_watch_latency.py [--edits 8] [--files 20] [--lines 40] [--home H] [--in-process]
 
 A temporary corpus of --files worklog files (--lines lines each, copied from a shipped worklog) is ingested,
 then watched with the defaults (poll 0.5 s, settle 0.3 s). Each edit appends a new sentence to one file and
@@ -142,19 +142,23 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=20)
     ap.add_argument("--lines", type=int, default=40, help="lines per file (the issue's file had 24 chunks: 300)")
     ap.add_argument("--in-process", action="store_true", help="a Watcher in this process, not brain serve --watch")
+    ap.add_argument("--home", type=Path, help="add the corpus to a copy of this index (e.g. one of the shipped "
+                    "corpora, as `make run` builds): every edit then re-indexes beside its chunks")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="watch-latency-"))
     docs = tmp / "docs"
     docs.mkdir()
     write_corpus(docs, a.files, a.lines)
     home = tmp / "home"
+    if a.home:
+        shutil.copytree(a.home, home, ignore=shutil.ignore_patterns("owner.lock", "server.json"))
     env = {**os.environ, "BRAIN_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     env.pop("BRAIN_CHROMA_URL", None)
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "cli", "ingest", str(docs), "--corpus", "docs", "--json", "--quiet"],
                          cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
     print(f"corpus: {a.files} files of {a.lines} lines, {json.loads(out)['chunks_added']} chunks, ingested in "
-          f"{time.perf_counter() - t0:.1f} s   [{machine()}]")
+          f"{time.perf_counter() - t0:.1f} s" + (f" into a copy of {a.home}" if a.home else "") + f"   [{machine()}]")
     try:
         (in_process if a.in_process else served)(a, docs, home)
     finally:
