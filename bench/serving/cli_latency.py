@@ -12,7 +12,9 @@ snapshot and model) the command reports in --json. Writes, first without a serve
 - `edit + ingest`: one line inserted in the middle of a 100 KB worklog (a corpus of its own in the index),
   then `brain ingest` of its folder: wall time, and chunks embedded out of the file's chunks;
 - `search`: the first search of the table, through the server.
---brain runs another build of the CLI, e.g. an older checkout (run this script from that checkout's root).
+--brain runs another build of the CLI, e.g. an older checkout: `--brain "python OLD/brain_cli.py"` where
+OLD/brain_cli.py, in that checkout's root, is `import sys; from cli.main import main; sys.exit(main())` (a
+script imports the packages beside it). An older build does not advertise its server: use `--only writes`.
 """
 from __future__ import annotations
 
