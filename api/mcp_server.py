@@ -1,15 +1,16 @@
 """The brain as MCP tools for coding agents (official `mcp` SDK, 2.x): stdio (`brain mcp`) and /mcp over HTTP.
 
 Tools answering plain text capped by their `max_tokens` argument (tokens counted as in brain.context): search
-lessons, look up a pitfall from an error, snippets for a pattern, read a passage, find attempt records; and
-record_attempt, which writes one (the server's API key required, as for HTTP writes).
+lessons, look up a pitfall from an error, snippets for a pattern, read a passage, find attempt records, the
+recorded kernel runs (kernel_history); and record_attempt, which writes one (the server's API key required, as
+for HTTP writes). No tool runs a kernel: that stays a local command-line action.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import sys
-from typing import Annotated, Callable
+from typing import Annotated, Callable, Literal
 
 import anyio
 from fastapi import FastAPI
@@ -21,6 +22,7 @@ from brain import MAX_K, BrainError
 from brain.config import Settings
 from brain.attempts.format import format_record
 from brain.context import MAX_BUDGET, MIN_BUDGET, pack, truncate_lines
+from brain.runs import format_compare, format_history
 from brain.search import Filters
 from brain.service import Brain
 
@@ -133,6 +135,25 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         payload = await call(lambda: b.attempt_conflicts(technique))
         text = "\n\n".join(f"== {c['why']}\n{format_record(c['a'])}\n{format_record(c['b'])}"
                            for c in payload["conflicts"]) or "no conflicting records"
+        return truncate_lines(text, max_tokens) or text[: max_tokens * 2]
+
+    @mcp.tool(name="kernel_history")
+    async def kernel_history(problem: Annotated[str, Field(max_length=32, description=(
+                                 "gemv, gemm, dual_gemm, group_gemm"))],
+                             device: Annotated[str | None, Field(max_length=128, description=(
+                                 "only devices whose name contains this, e.g. H100"))] = None,
+                             order: Literal["time", "best"] = "time", k: Annotated[int, Field(ge=1, le=50)] = 3,
+                             compare: Annotated[list[str] | None, Field(min_length=2, max_length=2, description=(
+                                 "two runs to compare shape by shape: run ids, record ids, 'prev', 'last'"))] = None,
+                             max_tokens: Budget = 1500) -> str:
+        """Recorded runs of the user's own kernels (`brain kernels run --record`): time per shape, the verdict
+        against the run before, kernel file hash, device and versions, and each run's attempt record id. Newest
+        first (order=time) or fastest first (best). Read only: kernels run only from the local command line."""
+        b = get_brain()
+        if compare:
+            text = format_compare(await call(lambda: b.compare_kernel_runs(problem, compare[0], compare[1], device)))
+        else:
+            text = format_history(await call(lambda: b.kernel_history(problem, device, order, k)))
         return truncate_lines(text, max_tokens) or text[: max_tokens * 2]
 
     @tool("sources", old="read_passage")

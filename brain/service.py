@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from brain import BrainError, NotFound, check_k
+from brain import BrainError, NotFound, check_k, runs
 from brain.attempts import Attempts
 from brain.attempts.writeback import RECORDS_CORPUS, records_dir, write_record
 from brain.chunking import SUPPORTED_SUFFIXES, UnsupportedFile, chunk_text
@@ -231,6 +231,17 @@ class Brain:
                             known_ids=lambda: {r["id"] for r in self.attempts.store.load().records},
                             declared=lambda: self.store.load_manifest().corpora.get(RECORDS_CORPUS),
                             ingest=lambda spec: self.ingest([spec]))
+
+    # ---- kernel runs: the log `brain kernels run --record` writes (read only here) -------------------------
+    def kernel_history(self, problem: str, device: str | None = None, order: str = "time", k: int = 20,
+                       paths: bool = False) -> dict:
+        """Recorded runs of `problem` (brain/runs.py). A kernel file's path on this host is shown only with
+        `paths` (the local CLI); others see its name and hash."""
+        h = runs.history(runs.RunLog(self.settings.home), problem, device, order, k)
+        return h if paths else {**h, "runs": [runs.without_paths(r) for r in h["runs"]]}
+
+    def compare_kernel_runs(self, problem: str, a: str, b: str, device: str | None = None) -> dict:
+        return runs.compare_refs(runs.RunLog(self.settings.home), problem, a, b, device)
 
     # ---- writes -------------------------------------------------------------------------------
     def ingest(self, specs: list[CorpusSpec] | None = None, progress: bool = False) -> Summary:

@@ -7,8 +7,8 @@ import sys
 
 
 def _kernels(args, settings) -> int:
-    from kernels.cli import main as kernels_main
-    return kernels_main(args)
+    from cli.kernels import main as kernels_main
+    return kernels_main(args, settings)
 
 
 def build_parser(kernels: bool = True) -> argparse.ArgumentParser:
@@ -24,7 +24,7 @@ def build_parser(kernels: bool = True) -> argparse.ArgumentParser:
     serve.register(sub)
     p = sub.add_parser("kernels", help="NVFP4 problems: list backends, check and benchmark them")
     if kernels:
-        from kernels.cli import add_arguments as add_kernel_arguments
+        from cli.kernels import add_arguments as add_kernel_arguments
         add_kernel_arguments(p)
     p.set_defaults(handler=_kernels)
     return parser

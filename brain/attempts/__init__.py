@@ -14,9 +14,12 @@ from brain.attempts.extract import PROBLEMS, VERDICTS
 from brain.attempts.store import AttemptStore
 from brain.taxonomy import TAGS, resolve_tag
 
-PUBLIC = ("id", "title", "problem", "techniques", "hypothesis", "change", "verdict", "figures", "lesson", "source",
-          "start_line", "end_line", "corpus", "status", "superseded_by", "supersedes", "conflicts_with")
+PUBLIC = ("id", "title", "problem", "techniques", "hypothesis", "change", "verdict", "figure", "metric", "better",
+          "scope", "figures", "lesson", "source", "start_line", "end_line", "corpus", "status", "superseded_by",
+          "supersedes", "conflicts_with")
 POOL = 50
+MEASURED_PRIOR = 0.1  # of the best fused score: "has anyone tried X" wants what was measured before what was proposed
+MEASURED = ("improved", "regressed", "neutral", "failed")
 
 
 def public(r: dict) -> dict:
@@ -49,7 +52,8 @@ class Attempts:
              problem: str | None = None, include_superseded: bool = False, k: int = 10,
              corpus: str | None = None) -> dict:
         """Records matching the filters, ranked by the hybrid engine over their text when a query is given
-        (bm25 and cosine fused as search results are, brain.search.fuse), else in file order."""
+        (bm25 and cosine fused as search results are, brain.search.fuse; a measured record, one with a figure or
+        a measured verdict, ranks above an unmeasured one of nearly the same score), else in file order."""
         from brain.search import fuse, nearest
         check_k(k)
         t, v, p = check_filters(technique, verdict, problem)
@@ -66,6 +70,10 @@ class Attempts:
                                   [r["id"] for r in loaded.records], POOL, keep) if keep.any() else []}
         fused = fuse(lists)
         by_id = loaded.by_id()
+        top = max(fused.values(), default=0.0)
+        for i in fused:
+            r = by_id[i]
+            fused[i] += MEASURED_PRIOR * top * (r["verdict"] in MEASURED or bool(r.get("figure")))
         order = sorted(fused, key=lambda i: -fused[i])[:k]
         return {"query": query, "results": [{**public(by_id[i]), "score": round(fused[i], 6)} for i in order]}
 

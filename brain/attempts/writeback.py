@@ -25,7 +25,8 @@ RECORDS_CORPUS = "records"
 DEFAULT_FILE = "attempts.md"
 HEADER = "# Attempt records\n\nWritten with `brain record`; each section is one attempt.\n"
 FIELDS = ("title", "problem", "techniques", "hypothesis", "change", "verdict", "figures", "lesson", "supersedes")
-DERIVED = ("id", "source", "start_line", "end_line", "corpus", "status", "superseded_by", "conflicts_with", "score")
+DERIVED = ("id", "source", "start_line", "end_line", "corpus", "status", "superseded_by", "conflicts_with", "score",
+           "figure", "metric", "better", "scope")  # what `brain attempts --json` adds: a record read back writes again
 _FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.(md|markdown)$")
 MAX_TEXT = 2000
 _LOCK = threading.Lock()

@@ -39,3 +39,15 @@ def test_busy_is_429(client, key_header):
         r = client.post("/kernels/gemv/run", headers=key_header,
                         json={"backend": "reference", "shapes": {"m": 128, "k": 256}, "device": "cpu"})
     assert r.status_code == 429 and "in progress" in r.json()["error"]
+
+
+@pytest.mark.parametrize("spec", ["./evil.py", "evil.py:custom_kernel", "evil.py"])
+def test_the_server_never_runs_a_file_named_in_a_request(client, key_header, tmp_path, monkeypatch, spec):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('x')\ndef custom_kernel(data):\n    return data[-1]\n")
+    monkeypatch.chdir(tmp_path)  # the file is right there, under the name the request gives
+    r = client.post("/kernels/gemm/run", headers=key_header,
+                    json={"backend": spec, "shapes": {"m": 128, "n": 128, "k": 256}, "device": "cpu"})
+    assert r.status_code == 404 and "unknown backend" in r.json()["error"], r.text
+    assert not marker.exists()

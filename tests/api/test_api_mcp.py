@@ -12,7 +12,7 @@ from mcp.client.stdio import StdioServerParameters
 from brain.config import PROJECT_ROOT
 from brain.context import count_tokens
 
-TOOLS = {"search", "pitfalls", "snippets", "sources", "attempts", "record", "conflicts"}
+TOOLS = {"search", "pitfalls", "snippets", "sources", "attempts", "record", "conflicts", "kernel_history"}
 OLD_NAMES = {"search_lessons", "lookup_pitfall", "pattern_snippets", "read_passage", "find_attempts", "record_attempt"}
 SCOPING_ERROR = "NameError: name 'acc_empty' is not defined"
 
