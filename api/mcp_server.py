@@ -142,7 +142,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                  "gemv, gemm, dual_gemm, group_gemm"))],
                              device: Annotated[str | None, Field(max_length=128, description=(
                                  "only devices whose name contains this, e.g. H100"))] = None,
-                             order: Literal["time", "best"] = "time", k: Annotated[int, Field(ge=1, le=50)] = 3,
+                             order: Literal["time", "best"] = "time", k: Annotated[int, Field(ge=1, le=MAX_K)] = 3,
                              compare: Annotated[list[str] | None, Field(min_length=2, max_length=2, description=(
                                  "two runs to compare shape by shape: run ids, record ids, 'prev', 'last'"))] = None,
                              max_tokens: Budget = 1500) -> str:
