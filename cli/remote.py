@@ -90,7 +90,7 @@ class Remote:
         return self._call("GET", "/attempts/conflicts", {"technique": technique})
 
     # ---- writes -------------------------------------------------------------------------------------
-    def record(self, obj, target: str | None) -> dict:
+    def record(self, obj, target: str | None = None) -> dict:
         return self._call("POST", "/attempts", {"to": target}, body=obj, timeout=WRITE_TIMEOUT)
 
     def ingest(self, specs) -> dict:
