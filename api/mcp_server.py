@@ -18,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from brain import BrainError
+from brain import MAX_K, BrainError
 from brain.config import Settings
 from brain.attempts.format import format_record
 from brain.context import MAX_BUDGET, MIN_BUDGET, pack, truncate_lines
@@ -63,7 +63,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
 
     @tool("search", old="search_lessons")
     async def search_lessons(query: Annotated[str, Field(min_length=1, max_length=2000)],
-                             k: Annotated[int, Field(ge=1, le=20)] = 5, kind: Kind = None, tag: Tag = None,
+                             k: Annotated[int, Field(ge=1, le=MAX_K)] = 5, kind: Kind = None, tag: Tag = None,
                              max_tokens: Budget = 1500) -> str:
         """Search worklogs and kernel code for lessons, rules, results and how-tos on a CuTe DSL / NVFP4
         question. Returns the best passages, each cited as [n] corpus/source:lines | heading | kind | tags."""
@@ -73,7 +73,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
 
     @tool("pitfalls", old="lookup_pitfall")
     async def lookup_pitfall(error: Annotated[str, Field(min_length=1, max_length=20000)],
-                             k: Annotated[int, Field(ge=1, le=10)] = 3, max_tokens: Budget = 1500) -> str:
+                             k: Annotated[int, Field(ge=1, le=MAX_K)] = 3, max_tokens: Budget = 1500) -> str:
         """Paste a compiler/runtime error or traceback (CuTe DSL, CUTLASS, PTX, CUDA): returns the known rules
         and failed attempts that explain it, constraints first."""
         b = get_brain()
@@ -86,7 +86,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                    "pipeline-setup, warp-dispatch, tile-scheduler, tensormap, "
                                    "scale-factor-layout, fp4-decode, smem-layout, control-flow"))],
                                query: Annotated[str | None, Field(max_length=2000)] = None,
-                               k: Annotated[int, Field(ge=1, le=10)] = 3, max_tokens: Budget = 2000) -> str:
+                               k: Annotated[int, Field(ge=1, le=MAX_K)] = 3, max_tokens: Budget = 2000) -> str:
         """Code regions of the reference NVFP4 kernels that implement a pattern, optionally ranked by a
         question. Use it to copy a working idiom instead of inventing one."""
         b = get_brain()
@@ -100,7 +100,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                 "improved, regressed, neutral, failed, proposed, inconclusive"))] = None,
                             problem: Annotated[str | None, Field(max_length=32, description=(
                                 "gemv, gemm, dual_gemm, group_gemm, none"))] = None,
-                            include_superseded: bool = False, k: Annotated[int, Field(ge=1, le=50)] = 5,
+                            include_superseded: bool = False, k: Annotated[int, Field(ge=1, le=MAX_K)] = 5,
                             max_tokens: Budget = 1500) -> str:
         """Attempt records from the worklogs: what was tried (or only proposed), the verdict, before -> after
         figures, the lesson, and which records supersede or contradict it. Use before repeating an experiment."""
@@ -142,7 +142,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                  "gemv, gemm, dual_gemm, group_gemm"))],
                              device: Annotated[str | None, Field(max_length=128, description=(
                                  "only devices whose name contains this, e.g. H100"))] = None,
-                             order: Literal["time", "best"] = "time", k: Annotated[int, Field(ge=1, le=50)] = 3,
+                             order: Literal["time", "best"] = "time", k: Annotated[int, Field(ge=1, le=MAX_K)] = 3,
                              compare: Annotated[list[str] | None, Field(min_length=2, max_length=2, description=(
                                  "two runs to compare shape by shape: run ids, record ids, 'prev', 'last'"))] = None,
                              max_tokens: Budget = 1500) -> str:

@@ -3,6 +3,9 @@
 This package imports neither `api` nor `kernels`; the `brain` console entry point (cli.py) ties them together.
 """
 
+MAX_K = 50  # the most results one read returns (search, pitfalls, snippets, context, attempts) on every surface
+
+
 class BrainError(Exception):
     """A problem the user can act on; the CLI and the API print its message, never a traceback."""
 
@@ -13,3 +16,10 @@ class NotFound(BrainError):
 
 class Unavailable(BrainError):
     """The index itself cannot be used right now (store unreachable, manifest corrupt): HTTP 503."""
+
+
+def check_k(k: int) -> int:
+    """The one limit on how many results a read may ask for (CLI, HTTP and MCP say the same)."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise BrainError(f"k must be between 1 and {MAX_K}")
+    return k

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from brain import BrainError, NotFound
+from brain import BrainError, NotFound, check_k
 
 LOG_FILE = "runs.jsonl"
 PROBLEMS = ("gemv", "gemm", "dual_gemm", "group_gemm")
@@ -152,12 +152,13 @@ def compare(before: dict, after: dict) -> dict:
 def history(log: RunLog, problem: str, device: str | None = None, order: str = "time", k: int = 20) -> dict:
     """The recorded runs of `problem`: newest first (`time`) or fastest first (`best`: geometric mean of the
     shape times; runs that failed their check or were not timed last)."""
+    check_k(k)
     if order not in ORDERS:
         raise BrainError(f"unknown order {order!r}; one of {', '.join(ORDERS)}")
     runs = list(reversed(log.runs(problem, device)))
     if order == "best":
         runs.sort(key=lambda r: (not r.get("ok"), geomean_us(r) is None, geomean_us(r) or 0.0))
-    return {"problem": problem, "device": device, "order": order, "total": len(runs), "runs": runs[:max(k, 0)]}
+    return {"problem": problem, "device": device, "order": order, "total": len(runs), "runs": runs[:k]}
 
 
 def without_paths(run: dict) -> dict:

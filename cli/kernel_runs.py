@@ -33,6 +33,11 @@ def as_kernels_errors():
 
 
 def open_brain(settings: Settings):
+    """What a record is written through: a running `brain serve` of the home (cli/remote.py), else the index."""
+    from cli.remote import find_server
+    server = find_server(settings)
+    if server is not None:
+        return server
     from brain.service import Brain
     return Brain(settings)
 

@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p_hist.add_argument("--device", help="only devices whose name contains this (e.g. H100, CPU)")
     p_hist.add_argument("--order", choices=("time", "best"), default="time",
                         help="newest first (default) or fastest first (geometric mean over shapes)")
-    p_hist.add_argument("-k", "-n", "--k", type=int, default=20, dest="k", help="how many runs (default 20)")
+    p_hist.add_argument("-k", "-n", "--k", type=int, default=20, dest="k", help="how many runs (default 20, at most 50)")
     p_hist.add_argument("--compare", nargs=2, metavar=("A", "B"),
                         help="two runs shape by shape: run ids, record ids, 'prev' and 'last'")
     p_hist.add_argument("--json", action="store_true", help="print JSON")

@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(kernels=bool(argv) and argv[0] == "kernels")
     args = parser.parse_args(argv)
+    from brain import owner
+    owner.ROLE = f"brain {args.command}"  # how a refusal names this process to another one
     try:
         code = args.handler(args, Settings())
         sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit

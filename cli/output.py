@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import textwrap
 
-from brain.attempts.format import format_record
+
+WIDTH = 600  # characters of a passage plain output shows; --full shows all, --json too
 
 
-def print_hits(payload: dict) -> None:
+def print_hits(payload: dict, full: bool = False) -> None:
     match = payload.get("match")
     if match == "none":
         print("match: none (no passage matches this query; nothing in the index uses its words or meaning)")
@@ -24,11 +25,14 @@ def print_hits(payload: dict) -> None:
             fig = attempt.get("figure")
             shown = f": {fig['before']:g} → {fig['after']:g} {fig['unit']}" if fig else ""
             print(f"   attempt [{attempt['verdict']}] {attempt['title'][:80]}{shown}")
-        body = r["text"] if len(r["text"]) <= 600 else r["text"][:600] + " ..."
+        body = r["text"]
+        if not full and len(body) > WIDTH:
+            body = body[:WIDTH] + f" ... ({len(body) - WIDTH} more characters: --full shows the whole passage)"
         print(textwrap.indent(body, "   | "))
         print()
 
 
 def print_record(r: dict, n: int | None = None) -> None:
+    from brain.attempts.format import format_record
     print(format_record(r, n))
     print()

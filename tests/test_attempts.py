@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from brain import BrainError
+from brain import MAX_K, BrainError
 from brain.attempts import Attempts
 from brain.attempts.extract import extract
 from brain.attempts.relations import conflicts, supersession
@@ -196,9 +196,9 @@ def test_brain_syncs_finds_writes_and_supersedes(toy_brain):
     records = folder.parent / "home" / "records"
     out = brain.record({**GOOD, "problem": "gemm", "supersedes": old})
     assert out["source"] == "attempts.md" and out["corpus"] == "records" and (records / "attempts.md").exists()
-    active = {r["id"] for r in att.find(k=100)["results"]}
+    active = {r["id"] for r in att.find(k=MAX_K)["results"]}
     assert old not in active and out["id"] in active
-    everything = {r["id"]: r for r in att.find(include_superseded=True, k=100)["results"]}
+    everything = {r["id"]: r for r in att.find(include_superseded=True, k=MAX_K)["results"]}
     assert everything[old]["status"] == "superseded" and everything[old]["superseded_by"] == out["id"]
     assert old in everything[out["id"]]["supersedes"]
     new = everything[out["id"]]
@@ -218,13 +218,13 @@ def test_brain_syncs_finds_writes_and_supersedes(toy_brain):
     assert (records / "attempts.md").read_text() == before
 
     # ids survive a re-ingest; a deleted worklog takes its records with it
-    ids = {r["id"] for r in att.find(include_superseded=True, k=100)["results"]}
+    ids = {r["id"] for r in att.find(include_superseded=True, k=MAX_K)["results"]}
     brain.ingest([CorpusSpec("logs", folder)])
-    assert {r["id"] for r in att.find(include_superseded=True, k=100)["results"]} == ids
+    assert {r["id"] for r in att.find(include_superseded=True, k=MAX_K)["results"]} == ids
     (folder / "toy.md").unlink()
     (folder / "other.md").write_text("# other\n\nnothing tried here\n")
     brain.ingest([CorpusSpec("logs", folder)])
-    left = att.find(include_superseded=True, k=100)["results"]
+    left = att.find(include_superseded=True, k=MAX_K)["results"]
     assert left and all(r["corpus"] == "records" for r in left)
 
 

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from api.deps import get_brain, require_api_key
+from brain import MAX_K
 from brain.service import Brain
 
 router = APIRouter(tags=["kernels"])
@@ -66,7 +67,7 @@ def kernels_run(problem: str, req: RunRequest):
 def kernels_history(problem: str,
                     device: str | None = Query(None, max_length=128, description="device name contains this"),
                     order: Literal["time", "best"] = Query("time", description="newest first, or fastest first"),
-                    k: int = Query(20, ge=1, le=200), brain: Brain = Depends(get_brain)) -> dict:
+                    k: int = Query(20, ge=1, le=MAX_K), brain: Brain = Depends(get_brain)) -> dict:
     return brain.kernel_history(problem, device, order, k)
 
 

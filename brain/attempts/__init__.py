@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from brain import BrainError
+from brain import BrainError, check_k
 from brain.attempts.extract import PROBLEMS, VERDICTS
 from brain.attempts.store import AttemptStore
 from brain.taxonomy import TAGS, resolve_tag
@@ -55,8 +55,7 @@ class Attempts:
         (bm25 and cosine fused as search results are, brain.search.fuse; a measured record, one with a figure or
         a measured verdict, ranks above an unmeasured one of nearly the same score), else in file order."""
         from brain.search import fuse, nearest
-        if k < 1 or k > 100:
-            raise BrainError("k must be between 1 and 100")
+        check_k(k)
         t, v, p = check_filters(technique, verdict, problem)
         loaded = self.store.load()
         keep = np.array([(not t or t in r["techniques"]) and (not v or r["verdict"] == v)

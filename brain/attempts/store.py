@@ -28,6 +28,7 @@ from brain.attempts.relations import conflicts, supersession
 from brain import Unavailable
 from brain.chunking import UnsupportedFile, read_text
 from brain.embed import Embedder
+from brain.embed_cache import EmbeddingCache
 from brain.lexical import LexicalIndex
 from brain.store import Store, atomic_write
 
@@ -70,6 +71,7 @@ class AttemptStore:
     def __init__(self, store: Store, embedder: Embedder):
         self.store = store
         self.embedder = embedder
+        self.vectors = EmbeddingCache(store.home, embedder.model_name)  # a record edited elsewhere in its file: no re-embedding
         self._loaded: Loaded | None = None
         self._relations: tuple | None = None  # (attempts.json mtime, (by file, by id))
         self._lock = threading.Lock()
@@ -86,7 +88,7 @@ class AttemptStore:
     # ---- writes -------------------------------------------------------------------------------
     def _stored(self) -> tuple[list[str], list[dict]]:
         ids, metas = [], []
-        for page in self.store.pages(self.collection, ["metadatas"], "read attempt records"):
+        for page in self.store.pages("attempts", ["metadatas"], "read attempt records"):
             ids += page["ids"]
             metas += page["metadatas"]
         return ids, metas
@@ -144,7 +146,8 @@ class AttemptStore:
                 new.append((d, record_text(d, excerpt, context), key, wanted[key], excerpt))
         col = self.collection
         if new:
-            vectors = self.embedder.encode([t for _, t, *_ in new])
+            texts = [t for _, t, *_ in new]
+            vectors, _ = self.vectors.encode(texts, lambda todo: self.embedder.encode([texts[i] for i in todo]))
             for i in range(0, len(new), _PAGE):
                 part = new[i:i + _PAGE]
                 col.upsert(ids=[d["id"] for d, *_ in part], embeddings=vectors[i:i + _PAGE],
@@ -152,7 +155,7 @@ class AttemptStore:
                            metadatas=[{"record": json.dumps(d), "file": k, "hash": h, "excerpt": x}
                                       for d, _, k, h, x in part])
         if done:
-            unit = np.zeros(self.embedder.dim, dtype=np.float32)
+            unit = np.zeros(m.dim or self.embedder.dim, dtype=np.float32)
             unit[0] = 1.0
             for i in range(0, len(done), _PAGE):
                 part = done[i:i + _PAGE]
@@ -203,7 +206,7 @@ class AttemptStore:
                 return self._loaded
             live = set(self.store.load_manifest().files)
             records, texts, vecs, passages = [], [], [], {}
-            for page in self.store.pages(self.collection, ["metadatas", "documents", "embeddings"],
+            for page in self.store.pages("attempts", ["metadatas", "documents", "embeddings"],
                                          "read attempt records"):
                 for meta, doc, vec in zip(page["metadatas"], page["documents"], page["embeddings"]):
                     if meta["file"] in live and not meta.get("marker"):

@@ -61,6 +61,7 @@ async def exercise(client: Client) -> None:
 
 
 def test_mcp_over_stdio(api_brain, api_settings):
+    api_brain.close()  # `brain mcp` opens the embedded index for attempt records: one owner at a time
     env = {"BRAIN_HOME": str(api_settings.home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "PATH": os.environ.get("PATH", "")}
     params = StdioServerParameters(command=sys.executable, args=["-m", "cli", "mcp"], env=env, cwd=str(PROJECT_ROOT))
