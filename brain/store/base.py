@@ -13,6 +13,7 @@ uploads live.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -35,14 +36,32 @@ LEGACY_INDEX = "brain"  # what a manifest written before index names were record
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,100}[A-Za-z0-9]$")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()  # read once: os.umask can only be read by setting it, which races other threads
+
+
 def atomic_write(path: Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) whole: readers see the old file or the new one. The temporary file is
+    hidden (a dot name, which no ingest lists) and removed when the write fails; the file gets the mode any new
+    file gets (0666 less the umask), not mkstemp's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~UMASK)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @dataclass
