@@ -223,11 +223,11 @@ class Ingester:
         """Apply `plan` to `m` (loaded under `lease`): orphans out, new chunks in, manifest, stale chunks out."""
         dim = next((p.vectors.shape[1] for _, _, p in plan.new.values() if len(p.chunks)), None)
         self.check_writable(m, dim)
-        changed = self._reconcile(m)
         new_chunks = [c for _, _, p in plan.new.values() for c in p.chunks]
-        if new_chunks:
+        if new_chunks:  # first: a write the store refuses has deleted nothing
             self.store.upsert(new_chunks, np.concatenate([p.vectors for _, _, p in plan.new.values()
                                                           if len(p.chunks)]))
+        changed = self._reconcile(m, {c.id for c in new_chunks})
         stale: list[str] = []  # deleted only once the new manifest is saved
         for key in plan.gone:
             ids = m.files.pop(key)["ids"]
@@ -266,10 +266,10 @@ class Ingester:
             lease.check()
             self.store.save_manifest(m)
 
-    def _reconcile(self, m: Manifest) -> bool:
-        """Delete chunks the manifest does not list (a writer was killed between its writes). Runs under the
-        lease, and only ever on this index's own collection."""
-        orphans = list(self.store.stored_ids() - m.ids())
+    def _reconcile(self, m: Manifest, new: set[str]) -> bool:
+        """Delete chunks neither the manifest lists nor this write just stored (a writer was killed between its
+        writes). Runs under the lease, and only ever on this index's own collection."""
+        orphans = list(self.store.stored_ids() - m.ids() - new)
         self.store.delete(orphans)
         return bool(orphans)
 

@@ -2,8 +2,9 @@
 manifest that says which of them are visible, the write lease, and uploaded files.
 
 An index has a name (Settings.index, from BRAIN_INDEX) and every Chroma collection it owns derives from it:
-`<index>` holds the chunks, `<index>-<suffix>` its side collections (`-meta`, `-uploads`, `-lease-<n>`, and
-others' such as `-attempts`). Nothing here ever touches another index's collections.
+`<index>` holds the chunks, `<index>-<suffix>` its side collections (SIDE_SUFFIXES: `-meta`, `-uploads`,
+`-records`, `-attempts`; and `-lease-<n>`). An index name may not end in such a suffix, so nothing here ever
+touches another index's collections.
 
 Chroma is the source of truth for chunks. The manifest (content hash and chunk ids per file) makes ingest
 incremental and says which stored chunks are visible: anything the manifest does not list (left by a writer
@@ -34,6 +35,10 @@ PAGE = 2000  # Chroma get() page size
 READ_TRIES = 4  # tries of one page read that races a write
 LEGACY_INDEX = "brain"  # what a manifest written before index names were recorded was built as
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,100}[A-Za-z0-9]$")
+# `<index>-<suffix>`: the collections an index owns beside its chunks. An index name may not end in one of
+# them, so no index's chunk collection is another index's side collection (which its ingest would clean up).
+SIDE_SUFFIXES = ("meta", "uploads", "attempts", "records")
+_SIDE = re.compile(r"-(" + "|".join(SIDE_SUFFIXES) + r"|lease-\d+)$")
 
 
 def _umask() -> int:
@@ -121,6 +126,9 @@ class Store:
         if not _NAME.match(self.index) or ".." in self.index:
             raise BrainError(f"index name '{self.index}' (BRAIN_INDEX) must be 3-102 letters, digits, '.', '_' "
                              "or '-', starting and ending with a letter or digit")
+        if _SIDE.search(self.index):
+            raise BrainError(f"index name '{self.index}' (BRAIN_INDEX) ends like a side collection of another "
+                             f"index (-{', -'.join(SIDE_SUFFIXES)}, -lease-N); choose another name")
         self._client = None
         self._collection = None
         self._client_lock = threading.Lock()
@@ -147,6 +155,8 @@ class Store:
         raise NotImplementedError
 
     def collection_name(self, suffix: str = "") -> str:
+        if suffix and suffix not in SIDE_SUFFIXES and not suffix.startswith("lease-"):
+            raise ValueError(f"'{suffix}' is not a side collection of an index (SIDE_SUFFIXES)")
         return f"{self.index}-{suffix}" if suffix else self.index
 
     def named_collection(self, suffix: str = ""):
