@@ -13,3 +13,7 @@ class NotFound(BrainError):
 
 class Unavailable(BrainError):
     """The index itself cannot be used right now (store unreachable, manifest corrupt): HTTP 503."""
+
+
+class Changed(Unavailable):
+    """A stored file changed between reading it and committing a write based on it: make the write again."""

@@ -21,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from brain import BrainError, NotFound
+from brain import BrainError, Changed, NotFound
 from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
 from brain.config import CorpusSpec, Settings
 from brain.embed import Embedder
 from brain.lexical import LexicalIndex
 from brain.store import Manifest, Store, file_key, open_store
+from brain.store.base import RECORDS_CORPUS
 
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".brain", ".pytest_cache", ".cute", ".whl"}
 
@@ -131,6 +132,14 @@ class Ingester:
             raise BrainError(f"index '{self.store.index}' holds {m.dim}-dimensional embeddings, model "
                              f"'{self.settings.model}' makes {dim}; run `brain ingest --rebuild`")
 
+    def check_folder_names(self, m: Manifest, specs: list[CorpusSpec]) -> None:
+        """A folder corpus cannot take the name of an upload corpus or of the written records: the folder's
+        scan would remove the stored files' chunks and leave the files where nothing can reach them."""
+        for spec in specs:
+            if spec.name == RECORDS_CORPUS or self.store.is_upload_corpus(spec.name, m.corpora.get(spec.name)):
+                raise BrainError(f"corpus '{spec.name}' holds uploaded documents or written records; ingest the "
+                                 "folder under another name (--corpus)")
+
     # ---- phase 1: read, chunk, embed (no lock) --------------------------------------------------
     def prepare(self, chunks: list[Chunk], progress: bool = False) -> Prepared:
         chunks = _dedupe(chunks)
@@ -208,10 +217,12 @@ class Ingester:
         embedded = Summary()
         m = self.store.load_manifest()
         self.check_writable(m)
+        self.check_folder_names(m, specs)
         self._scan(m, specs, embedded, cache, progress)  # the expensive part, with no lock held
         with self.store.lease() as lease:
             m = self.store.load_manifest()  # as stored now: another writer may have committed meanwhile
             self.check_writable(m)
+            self.check_folder_names(m, specs)
             s = Summary()
             plan = self._scan(m, specs, s, cache, progress)  # cache hits, bar files another writer changed
             s.chunks_embedded += embedded.chunks_embedded
@@ -278,15 +289,20 @@ class Ingester:
         return Committed(m, ids, docs, metas, LexicalIndex.of_chunks(ids, docs, metas), vectors)
 
     # ---- uploaded documents ---------------------------------------------------------------------
-    def put_document(self, corpus: str, name: str, text: str, prepared: Prepared) -> Summary:
-        """Store one uploaded file (already chunked and embedded) in an upload corpus and index it."""
+    def put_document(self, corpus: str, name: str, text: str, prepared: Prepared, base: str | None = None
+                     ) -> Summary:
+        """Store one uploaded file (already chunked and embedded) in an upload corpus and index it. With `base`,
+        only if the stored file's text is still `base` ("" for no file), else Changed."""
         t0 = time.perf_counter()
         s = Summary(files_seen=1, chunks_embedded=len(prepared.chunks))
         with self.store.lease() as lease:
             m = self.store.load_manifest()
             known = m.corpora.get(corpus)
             if known and not self.store.is_upload_corpus(corpus, known):
-                raise BrainError(f"corpus '{corpus}' is a folder on disk, not an upload corpus")
+                raise BrainError(f"corpus '{corpus}' is a folder corpus, not one the index stores; remove it with "
+                                 f"`brain ingest --remove {corpus}` first")
+            if base is not None and (self.store.read_upload(corpus, name) or "") != base:
+                raise Changed(f"'{corpus}/{name}' changed meanwhile")
             key = file_key(corpus, name)
             digest = hashlib.sha256(text.encode()).hexdigest()
             plan = Plan(corpora={corpus: {"root": "", "include": [], "exclude": [], "uploads": True}})

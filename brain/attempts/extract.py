@@ -21,12 +21,12 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from brain.attempts import written
+from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.taxonomy import detect_tags
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 3  # bump when a rule changes: every worklog is re-extracted at the next sync
-PROBLEMS = ("gemv", "gemm", "dual_gemm", "group_gemm", "none")
-VERDICTS = ("improved", "regressed", "neutral", "failed", "proposed", "inconclusive")
+EXTRACTOR_VERSION = 4  # bump when a rule changes: every worklog is re-extracted at the next sync
 NOT_TECHNIQUES = {"sm90", "sm100", "nvfp4", "gemv", "dual-gemm", "group-gemm"}  # context, not a technique
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 
@@ -153,6 +153,7 @@ class _Section:
     excluded: bool = False
     future: bool = False
     parent_attempts: bool = False
+    raw: str = ""  # the title as written (a written record's title is read verbatim)
 
 
 def _clean(s: str) -> str:
@@ -175,7 +176,7 @@ def _sections(lines: list[str], suffix: str) -> list[_Section]:
         end = heads[n + 1].start - 1 if n + 1 < len(heads) else len(lines) - 1
         stack = [s for s in stack if s.level < h.level]
         title = _clean(h.title)
-        sec = _Section([s.title for s in stack] + [title], h.level, title, h.start, h.end + 1, end)
+        sec = _Section([s.title for s in stack] + [title], h.level, title, h.start, h.end + 1, end, raw=h.title)
         parent = stack[-1] if stack else None
         own_future = bool(FUTURE.search(title))
         sec.future = own_future or bool(parent and parent.future)
@@ -488,6 +489,7 @@ class _Unit:
     end: int
     hypothesis: str = ""
     cite_end: int = -1  # where the citation ends (a section's record covers its record-less subsections)
+    raw: str = ""  # the heading as written
 
 
 def _items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str]]:
@@ -526,7 +528,7 @@ def _units(lines: list[str], sections: list[_Section]) -> list[_Unit]:
         if s.start == 0 and not s.title:
             continue
         if any(VERDICT_LINE.match(lines[i]) for i in range(s.body_start, s.end + 1)):
-            units.append(_Unit("explicit", s.title, s.path, s.start, s.end))  # a written record
+            units.append(_Unit("explicit", s.title, s.path, s.start, s.end, raw=s.raw))  # a written record
             continue
         tried = set()
         for a, b in _blocks_of(lines, s.body_start, s.end):  # "Tried ..." paragraphs and bullets, anywhere
@@ -608,6 +610,12 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
     records: list[Record] = []
     # a unit inside a larger one keeps its own lines; the larger one keeps the rest as context
     for u in units:
+        w = written.read(lines, u.start, u.end) if u.kind == "explicit" else None
+        if w is not None:  # written by `brain record`: every field as written, no rules
+            records.append(Record(title=u.raw or u.title, source=source, corpus=corpus, start_line=u.start + 1,
+                                  end_line=w.pop("end") + 1, **w))
+            records[-1]._path, records[-1]._explicit = u.path, True
+            continue
         body = "\n".join(lines[u.start:u.end + 1])
         labelled = _labelled(lines, u.start, u.end)
         tfigs, tchange = _table_figures(lines, u.start, u.end)
@@ -643,7 +651,8 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
         records[-1]._path = u.path  # for the id
         records[-1]._explicit = explicit
     measured = [r for r in records if r.verdict not in ("proposed",) and not r._explicit]
-    if not measured and PITCH_DOC.search(doc_title or "") or (not records and PITCH_DOC.search(doc_text[:2000])):
+    pitch = not measured and PITCH_DOC.search(doc_title or "") or (not records and PITCH_DOC.search(doc_text[:2000]))
+    if pitch and not any(r._explicit for r in records):  # a written record titled "RFC: ..." stays itself
         hyp = _hypothesis_lines(lines, 0, len(lines) - 1) or _speculative_sentence(doc_text)
         records = [Record(title=doc_title, source=source, corpus=corpus, start_line=1, end_line=len(lines),
                           problem=_problem(doc_title, doc_text, [], doc_title, doc_text), verdict="proposed",
@@ -656,7 +665,8 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
             measured[0].lesson = _clean(m.group(1) or m.group(3))[:400]
     counts: dict[tuple, int] = {}
     for r in records:
-        key = (tuple(r._path), r.title)
+        title = _clean(r.title) if r._explicit else r.title  # ids as before titles were kept as written
+        key = (tuple(r._path), title)
         counts[key] = counts.get(key, 0) + 1
-        r.id = record_id(corpus, source, list(r._path), r.title, counts[key])
+        r.id = record_id(corpus, source, list(r._path), title, counts[key])
     return records

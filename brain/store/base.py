@@ -38,6 +38,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,100}[A-Za-z0-9]$")
 # `<index>-<suffix>`: the collections an index owns beside its chunks. An index name may not end in one of
 # them, so no index's chunk collection is another index's side collection (which its ingest would clean up).
 SIDE_SUFFIXES = ("meta", "uploads", "attempts", "records")
+# The corpus of attempt records written back (`brain record`): documents the store holds, like uploads, so every
+# host serving the index writes them; unlike uploads they survive `brain ingest --rebuild`.
+RECORDS_CORPUS = "records"
 _SIDE = re.compile(r"-(" + "|".join(SIDE_SUFFIXES) + r"|lease-\d+)$")
 
 
@@ -284,8 +287,9 @@ class Store:
         raise NotImplementedError
 
     def reset(self) -> None:
-        """Forget this index (`brain ingest --rebuild`): its chunks, manifest and uploads; side collections of
-        other features (attempt records, ...) and other indexes are left alone. Takes the write lease."""
+        """Forget this index (`brain ingest --rebuild`): its chunks, manifest and uploads; written records
+        (RECORDS_CORPUS, re-indexed by the caller), side collections of other features (attempt records, ...)
+        and other indexes are left alone. Takes the write lease."""
         raise NotImplementedError
 
     def lease(self, wait: float | None = None):
@@ -301,6 +305,10 @@ class Store:
         raise NotImplementedError
 
     def read_upload(self, corpus: str, name: str) -> str | None:
+        raise NotImplementedError
+
+    def list_uploads(self, corpus: str) -> list[str]:
+        """Names of the files stored for `corpus`, listed in the manifest or not."""
         raise NotImplementedError
 
     def delete_upload(self, corpus: str, name: str) -> None:
