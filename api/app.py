@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from api.batching import BatchingEmbedder
 from api.deps import require_api_key
+from api.errors import public_message, validation_message
 from api.mcp_server import build_mcp, mount_mcp, warm_up
 from api.routers import attempts, documents, kernels, meta, page, search, sources
 from brain import BrainError, NotFound, Unavailable
@@ -166,15 +167,6 @@ class AllowMethods:
         return await self.app(scope, receive, send)
 
 
-def validation_message(errors: list[dict]) -> tuple[str, list[dict]]:
-    """A one-line message and the fields at fault, without pydantic's echo of the input (which can be inf,
-    bytes that are not UTF-8, or a lone surrogate: nothing a JSON response can carry)."""
-    detail = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
-               "type": str(e.get("type", ""))} for e in errors]
-    line = "; ".join(f"{'.'.join(d['loc'][1:] or d['loc'])}: {d['msg']}" for d in detail[:5])
-    return line or "invalid request", detail
-
-
 def server_brain(settings: Settings) -> Brain:
     """The Brain a server uses: concurrent searches share query-embedding forward passes."""
     return Brain(settings, embedder=BatchingEmbedder(settings.model, settings.device))
@@ -201,9 +193,9 @@ def create_app(settings: Settings, brain: Brain | None = None, host: str = "127.
 
     @app.exception_handler(BrainError)
     async def brain_error(request: Request, e: BrainError) -> JSONResponse:
-        # a message about the index (corrupt manifest, Chroma folder) names no server path to an HTTP client
-        message = str(e).replace(str(settings.home), "$BRAIN_HOME")
-        return JSONResponse({"error": message}, status_code=error_status(e))
+        if isinstance(e, Unavailable):  # the operator's copy, with the paths and the Chroma URL
+            log.warning("%s %s: %s", request.method, request.url.path, e)
+        return JSONResponse({"error": public_message(str(e), settings)}, status_code=error_status(e))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:

@@ -15,8 +15,9 @@ import anyio
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from api.errors import public_message, validation_message
 from brain import BrainError
 from brain.config import Settings
 from brain.attempts.format import format_record
@@ -35,16 +36,29 @@ Kind = Annotated[str | None, Field(max_length=64, description="lesson, failed-at
 Tag = Annotated[str | None, Field(max_length=64, description="e.g. tcgen05, tma, tmem, s2t, pipeline, nvfp4")]
 
 
+class BrainMCP(MCPServer):
+    async def call_tool(self, name: str, arguments: dict, context=None):
+        """Arguments that fail validation are named with what is wrong, never echoed back (the SDK's message
+        quotes pydantic's, which repeats the input)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError):
+                raise ToolError(f"invalid arguments for {name}: {validation_message(e.__cause__.errors())[0]}") \
+                    from None
+            raise
+
+
 def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
     # WARNING: the SDK configures root logging at its level; INFO would log every HTTP request
-    mcp = MCPServer("kernel-brain", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
+    mcp = BrainMCP("kernel-brain", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
 
     async def call(fn, *args):
         # the Brain is synchronous and CPU-bound: keep the event loop free for other requests
         try:
             return await anyio.to_thread.run_sync(fn, *args)
         except BrainError as e:
-            raise ToolError(str(e)) from None
+            raise ToolError(public_message(str(e), get_brain().settings)) from None
 
     def tool(name: str, old: str):
         """Register under the name the CLI and HTTP API use, and under its earlier name for existing clients."""

@@ -5,6 +5,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from api.deps import get_brain
+from api.errors import public_message
 from brain import BrainError
 from brain.service import Brain
 
@@ -16,7 +17,7 @@ def health(brain: Brain = Depends(get_brain)):
     try:
         snap = brain.snapshot()
     except BrainError as e:  # e.g. a corrupt manifest or an unreachable Chroma server
-        return JSONResponse({"status": "error", "error": str(e)}, status_code=503)
+        return JSONResponse({"status": "error", "error": public_message(str(e), brain.settings)}, status_code=503)
     return {"status": "ok", "chunks": len(snap.ids), "generation": snap.generation}
 
 
