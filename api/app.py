@@ -23,7 +23,7 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from api.batching import BatchingEmbedder
 from api.deps import require_api_key
@@ -110,7 +110,8 @@ class ErrorBody(BaseModel):
 
 ERRORS = {400: "bad input, or a request body that cannot be parsed", 401: "missing or wrong API key",
           403: "writes are disabled on this server (no BRAIN_API_KEY)", 404: "no such source, document or problem",
-          413: "request body over the limit", 429: "busy: one kernel run at a time",
+          413: "request body over the limit", 414: f"request URL over {MAX_URL_BYTES} bytes",
+          429: "busy: one kernel run at a time", 431: f"request headers over {MAX_HEADER_BYTES} bytes",
           503: "the index cannot be opened (corrupt manifest, Chroma server away) or its write lease is busy"}
 
 
@@ -128,7 +129,7 @@ def document_errors(routes) -> None:
     for route in routes:
         if not isinstance(route, APIRoute) or not route.include_in_schema:
             continue
-        codes = {400, 503}
+        codes = {400, 414, 431, 503}  # RequestLimits answers 414 and 431 on any route
         if route.methods & {"POST", "PUT", "PATCH"}:
             codes.add(413)
         if "{" in route.path:
@@ -142,17 +143,22 @@ def document_errors(routes) -> None:
 
 
 def allowed_methods(app: FastAPI, path: str) -> set[str]:
-    """Every method some route of `path` answers (Starlette asks only the first matching route)."""
+    """Every method some route of `path` answers (Starlette asks only the first matching route): HEAD wherever
+    GET is, the static files' GET and HEAD, and what an app mounted as a route declares (/mcp: POST)."""
     out: set[str] = set()
     for route in flat_routes(app.routes):
-        if isinstance(route, Route) and route.path_regex.match(path):
-            out |= route.methods or set()
+        if isinstance(route, Mount) and isinstance(route.app, StaticFiles) and route.path_regex.match(path):
+            out |= {"GET", "HEAD"}
+        elif isinstance(route, Route) and route.path_regex.match(path):
+            out |= route.methods or getattr(route.app, "methods", set())
+    out |= {"HEAD"} if "GET" in out else set()
     return out | {"OPTIONS"} if out else out
 
 
 class AllowMethods:
     """OPTIONS on a known path answers 204 with an Allow header naming every method (CORS preflights, which
-    carry Access-Control-Request-Method, pass through)."""
+    carry Access-Control-Request-Method, pass through); HEAD where a route answers only GET is that GET
+    without its body."""
 
     def __init__(self, app, fastapi: FastAPI):
         self.app, self.fastapi = app, fastapi
@@ -164,6 +170,13 @@ class AllowMethods:
             if methods:
                 return await Response(status_code=204, headers={"Allow": ", ".join(sorted(methods))})(
                     scope, receive, send)
+        if scope["type"] == "http" and scope["method"] == "HEAD" \
+                and "GET" in allowed_methods(self.fastapi, scope["path"]):
+            async def headers_only(message):
+                if message["type"] == "http.response.body":
+                    message = {**message, "body": b""}
+                await send(message)
+            return await self.app({**scope, "method": "GET"}, receive, headers_only)
         return await self.app(scope, receive, send)
 
 

@@ -41,14 +41,14 @@ def filter_query(kind: str | None = Query(None, max_length=64, description=Filte
 
 class SearchRequest(FilterFields):
     q: str = Field(..., min_length=1, max_length=MAX_QUERY, description="a question, an error or an identifier")
-    k: int = Field(5, ge=1, le=50)
+    k: int = Field(5, ge=1, le=50, strict=True)  # strict: `true` is no count
     mode: Mode = "hybrid"
     pattern: str | None = Field(None, max_length=64, description="only code regions carrying this pattern")
 
 
 class PitfallRequest(FilterFields):
     error: str = Field(..., min_length=1, max_length=MAX_ERROR_TEXT, description="error message or traceback")
-    k: int = Field(3, ge=1, le=20)
+    k: int = Field(3, ge=1, le=20, strict=True)
 
 
 @router.get("/search", summary="hybrid search (the JSON of `brain search --json`)")
