@@ -16,7 +16,7 @@ from brain.config import CorpusSpec, Settings, default_corpora
 from brain.ingest import discover
 from brain.search import MODES, Filters
 from brain.service import Brain
-from cli.output import print_hits
+from cli.output import print_hits, printable
 
 
 def add_filter_args(p: argparse.ArgumentParser) -> None:
@@ -159,7 +159,7 @@ def cmd_ingest(args, settings: Settings) -> int:
         print(json.dumps(summary.as_dict()))
         return 0
     for skip in summary.skipped:
-        print(f"skipped {skip}", file=sys.stderr)
+        print(f"skipped {printable(skip)}", file=sys.stderr)
     print(summary.line())
     return 0
 

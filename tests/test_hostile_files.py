@@ -84,3 +84,23 @@ def test_upload_of_a_bad_file_is_a_clear_refusal(make_brain, name, text):
     with pytest.raises(BrainError, match=name):
         brain.upload(name, text.encode())
     assert brain.manifest().files == {}
+
+
+def test_the_terminal_never_gets_raw_control_characters_from_the_index(tmp_path, monkeypatch, capsys, embedder):
+    from cli.main import main
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "esc.md").write_text("# Title \x1b[2J\x1b[31mred\n\n## Attempt 1: more stages \x9b31m\n\n"
+                                 "Tried 3 stages: 10 us -> 12 us, slower.\x07 zqescape\n")
+    monkeypatch.setenv("BRAIN_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr("brain.service.Embedder", lambda *a, **k: embedder)
+    assert main(["ingest", str(docs), "--corpus", "t", "--quiet"]) == 0
+    capsys.readouterr()
+    for argv in (["search", "zqescape", "--mode", "bm25"], ["attempts"], ["chunks"]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "zqescape" in out or "more stages" in out, argv
+        assert not any(c in out for c in "\x1b\x9b\x07\r"), (argv, out)
+    assert main(["search", "zqescape", "--mode", "bm25", "--json"]) == 0
+    hit = json.loads(capsys.readouterr().out)["results"][0]
+    assert "\x1b[31m" in hit["section"]  # the JSON still carries the text itself
