@@ -112,6 +112,7 @@ ERRORS = {400: "bad input, or a request body that cannot be parsed", 401: "missi
           403: "writes are disabled on this server (no BRAIN_API_KEY)", 404: "no such source, document or problem",
           413: "request body over the limit", 414: f"request URL over {MAX_URL_BYTES} bytes",
           429: "busy: one kernel run at a time", 431: f"request headers over {MAX_HEADER_BYTES} bytes",
+          504: "the kernel run went over its time limit",
           503: "the index cannot be opened (corrupt manifest, Chroma server away) or its write lease is busy"}
 
 
@@ -137,7 +138,7 @@ def document_errors(routes) -> None:
         if any(d.call is require_api_key for d in route.dependant.dependencies):
             codes |= {401, 403}
         if route.path.startswith("/kernels/"):
-            codes.add(429)
+            codes |= {429, 504}
         for code in codes:
             route.responses.setdefault(code, {"model": ErrorBody, "description": ERRORS[code]})
 

@@ -1,6 +1,9 @@
-"""The NVFP4 kernel runner over HTTP: list problems/backends, run one (API key; one run at a time)."""
+"""The NVFP4 kernel runner over HTTP: list problems/backends, run one (API key; one run at a time, at most
+kernels.runner.MAX_REQUEST_SHAPES shapes, stopped at its next step once it has run RUN_SECONDS: 504)."""
 from __future__ import annotations
 
+import os
+import time
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
@@ -10,6 +13,7 @@ from pydantic import BaseModel, Field
 from api.deps import require_api_key
 
 router = APIRouter(tags=["kernels"])
+RUN_SECONDS = float(os.environ.get("BRAIN_KERNEL_RUN_SECONDS") or 300)  # one run's time limit
 
 
 class RunRequest(BaseModel):
@@ -18,13 +22,14 @@ class RunRequest(BaseModel):
         "tests", description='"tests", "benchmarks", one shape like {"m": 128, "k": 256, "l": 1} or a list')
     check: bool = Field(True, description="compare with the exact reference")
     bench: bool = Field(False, description="time it")
-    seed: int = Field(1111, ge=0, le=2**31 - 1)
+    seed: int = Field(1111, ge=0, le=2**31 - 1, strict=True)
     device: str | None = Field(None, max_length=16, description="cpu or cuda[:i] (default: cuda if available)")
 
 
-def _error(e) -> JSONResponse:
+def _error(e, status: int | None = None) -> JSONResponse:
     from kernels.errors import Busy, UnknownBackend, UnknownProblem
-    status = 429 if isinstance(e, Busy) else 404 if isinstance(e, (UnknownProblem, UnknownBackend)) else 400
+    status = status or (429 if isinstance(e, Busy) else 404 if isinstance(e, (UnknownProblem, UnknownBackend))
+                        else 400)
     return JSONResponse({"error": e.message}, status_code=status)
 
 
@@ -45,8 +50,17 @@ def kernels_list():
 def kernels_run(problem: str, req: RunRequest):
     from kernels import runner
     from kernels.errors import KernelsError
+    if isinstance(req.shapes, list) and not 1 <= len(req.shapes) <= runner.MAX_REQUEST_SHAPES:
+        return JSONResponse({"error": f"'shapes' must be 1..{runner.MAX_REQUEST_SHAPES} shape objects"},
+                            status_code=400)
+    deadline, stopped = time.monotonic() + RUN_SECONDS, []
+
+    def within_limit(step: str) -> None:  # the runner reports every step: a run over its time stops at the next
+        if time.monotonic() > deadline:
+            stopped.append(step)
+            raise KernelsError(f"run stopped at '{step}': over the limit of {RUN_SECONDS:g} s for one run")
     try:
         return runner.run(problem, req.backend, req.shapes, check=req.check, bench=req.bench, seed=req.seed,
-                          device=req.device)
+                          device=req.device, progress=within_limit)
     except KernelsError as e:
-        return _error(e)
+        return _error(e, 504 if stopped else None)

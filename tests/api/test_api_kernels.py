@@ -39,3 +39,21 @@ def test_busy_is_429(client, key_header):
         r = client.post("/kernels/gemv/run", headers=key_header,
                         json={"backend": "reference", "shapes": {"m": 128, "k": 256}, "device": "cpu"})
     assert r.status_code == 429 and "in progress" in r.json()["error"]
+
+
+def test_a_run_takes_at_most_the_runner_s_shape_cap(client, key_header):
+    from kernels import runner
+    shapes = [{"m": 128, "k": 256, "l": 1}] * (runner.MAX_REQUEST_SHAPES + 1)
+    r = client.post("/kernels/gemv/run", headers=key_header, json={"backend": "torch", "shapes": shapes, "device": "cpu"})
+    assert r.status_code == 400 and str(runner.MAX_REQUEST_SHAPES) in r.json()["error"]
+
+
+def test_a_run_over_its_time_limit_stops_with_504(client, key_header, monkeypatch):
+    from api.routers import kernels
+    from kernels import runner
+    monkeypatch.setattr(kernels, "RUN_SECONDS", 0.0)
+    r = client.post("/kernels/gemv/run", headers=key_header,
+                    json={"backend": "torch", "shapes": {"m": 128, "k": 256, "l": 1}, "device": "cpu"})
+    assert r.status_code == 504 and "limit" in r.json()["error"]
+    with runner.run_slot():  # and the run slot is free again
+        pass
