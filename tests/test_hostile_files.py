@@ -7,6 +7,7 @@ import pytest
 from brain import BrainError
 from brain.chunking import HARD_MAX, MAX_LABEL, UnsupportedFile, chunk_text
 from tests.conftest import corpus
+from tests.test_watch import texts, wait_for, watched  # noqa: F401  (the watcher fixture)
 
 DEEP_PY = "x = " + "+".join(["a"] * 50_000) + "\n"  # 100 KB: over the parser's recursion limit
 DEEP_NOTEBOOK = "[" * 100_000
@@ -104,3 +105,12 @@ def test_the_terminal_never_gets_raw_control_characters_from_the_index(tmp_path,
     assert main(["search", "zqescape", "--mode", "bm25", "--json"]) == 0
     hit = json.loads(capsys.readouterr().out)["results"][0]
     assert "\x1b[31m" in hit["section"]  # the JSON still carries the text itself
+
+
+def test_watch_keeps_taking_edits_beside_a_file_that_cannot_be_parsed(watched):
+    """Before: one such file failed every `brain watch` pass, so no other edit was ever picked up."""
+    brain, docs, w, logs = watched
+    (docs / "deep.py").write_text(DEEP_PY)
+    (docs / "a.md").write_text("# A\n\nThe pipeline uses three stages now.\n")
+    wait_for(lambda: "three stages" in texts(brain), limit=60)
+    assert not any("failed" in line for line in logs), logs

@@ -46,14 +46,25 @@ class Tally:
     def __init__(self, secrets: list[str]):
         self.secrets = [s for s in secrets if s]
         self.requests, self.documented, self.server_errors, self.leaks, self.failed = 0, 0, [], [], []
+        self._mark = (0, 0)  # 5xx and leaks counted at the last verdict
         self.acked: list[tuple[str, str]] = []  # (index label, record id) of every 201 on a record write
         self.lost: list[str] = []
         self.http = httpx.Client(timeout=120)
 
     def ask(self, method: str, url: str, **kw) -> httpx.Response:
-        r = self.http.request(method, url, **kw)
+        try:
+            r = self.http.request(method, url, **kw)
+        except httpx.TransportError as e:  # no answer at all (the server died, or dropped the connection)
+            r = httpx.Response(599, json={"error": f"no answer: {type(e).__name__}", "results": []})
         self.check(f"{method} {url.split('?')[0]}", r.status_code, r.content)
         return r
+
+    def guarded(self, step, *args) -> None:
+        """Run one replay; one that breaks (an answer it cannot read) is a failed replay, not the suite's end."""
+        try:
+            step(*args)
+        except Exception as e:
+            self.verdict(step.__name__, False, f"{type(e).__name__}: {str(e)[:200]}")
 
     def check(self, label: str, status: int, body: bytes, local: bool = False) -> None:
         """`local`: the command line's own output, which may name paths on its own machine."""
@@ -68,7 +79,12 @@ class Tally:
                 self.leaks.append(f"{label} -> {status} names {s!r}: {text[:200]}")
 
     def verdict(self, name: str, held: bool, detail: str = "") -> None:
-        print(f"  {'ok  ' if held else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+        """A replay held when its own check passed and no answer since the last verdict was a 5xx or leaked."""
+        new = (len(self.server_errors) - self._mark[0], len(self.leaks) - self._mark[1])
+        self._mark = (len(self.server_errors), len(self.leaks))
+        held = held and new == (0, 0)
+        extra = f" (+{new[0]} 5xx, +{new[1]} leaks)" if any(new) else ""
+        print(f"  {'ok  ' if held else 'FAIL'} {name}{': ' + detail if detail else ''}{extra}", flush=True)
         if not held:
             self.failed.append(name)
 
@@ -163,7 +179,7 @@ def kill_series(t: Tally, tmp: Path, kills: int) -> None:
     env = env_for(home)
     assert brain(["ingest", str(tmp / "notes"), "--corpus", "notes", "--quiet"], env).returncode == 0
     rng = random.Random(30)
-    ids = []
+    ids, killed_n, seen_after_kill, half = [], 0, 0, []
     for n in range(kills):
         rec = tmp / f"kill{n}.json"
         rec.write_text(json.dumps({"title": f"killed write {n}", "verdict": "neutral", "problem": "gemm",
@@ -174,7 +190,14 @@ def kill_series(t: Tally, tmp: Path, kills: int) -> None:
         killed = proc.poll() is None
         if killed:
             os.kill(proc.pid, signal.SIGKILL)
+            killed_n += 1
         proc.wait()
+        if killed:  # never acknowledged: visible whole or absent, never half
+            out = brain(["attempts", "--json", "--k", "100", "--include-superseded"], env)
+            mine = [r for r in json.loads(out.stdout)["results"] if r["title"] == f"killed write {n}"] \
+                if out.returncode == 0 else []
+            seen_after_kill += bool(mine)
+            half += [f"killed write {n}" for r in mine if r["lesson"] != f"written under kill -9 number {n}"]
         done = brain(["record", str(rec), "--json"], env)  # the retry: answers with the record's id
         t.check(f"brain record ({'killed' if killed else 'finished'} first)", 500 if done.returncode else 201,
                 (done.stdout + done.stderr).encode(), local=True)
@@ -182,11 +205,16 @@ def kill_series(t: Tally, tmp: Path, kills: int) -> None:
             ids.append(json.loads(done.stdout)["id"])
             t.acked.append(("kill-home", ids[-1]))
     out = brain(["attempts", "--json", "--k", "100", "--include-superseded"], env)
-    got = [r["id"] for r in json.loads(out.stdout)["results"]] if out.returncode == 0 else []
-    lost = [i for i in ids if got.count(i) != 1] + [i for i in set(got) if got.count(i) > 1 and i not in ids]
-    t.lost += lost
-    t.verdict("kill -9 series", not lost and len(ids) == kills, f"{kills} writes, {len(ids)} answered, "
-              f"{len(got)} records read back, {len(lost)} missing or duplicated")
+    rows = json.loads(out.stdout)["results"] if out.returncode == 0 else []
+    got = [r["id"] for r in rows if r["title"].startswith("killed write ")]
+    titles = [r["title"] for r in rows if r["title"].startswith("killed write ")]
+    lost = [i for i in ids if got.count(i) != 1] + [f"{x} (x{titles.count(x)})" for x in set(titles)
+                                                     if titles.count(x) > 1]  # a retry that duplicated it
+    t.lost += lost + half
+    t.verdict("kill -9 series", not lost and not half and len(ids) == kills,
+              f"{kills} writes, {killed_n} killed midway ({seen_after_kill} of them visible whole before the "
+              f"retry, {len(half)} half), {len(ids)} answered after a retry, {len(got)} records read back, "
+              f"{len(lost)} missing or duplicated")
 
 
 def main() -> int:
@@ -208,10 +236,12 @@ def main() -> int:
         print(f"serving {home}", flush=True)
         s = Served(env_for(home))
         try:
-            replays.local(t, s.url, home, tmp)
-            fuzz(t, s.url, args.examples)
-            replays.connections(t, s.url)
-            replays.read_back_acked(t, s.url, "local")
+            for step in replays.LOCAL:
+                t.guarded(step, t, s.url, home, tmp)
+            t.guarded(replays.malformed, t, s.url)
+            t.guarded(fuzz, t, s.url, args.examples)
+            t.guarded(replays.connections, t, s.url)
+            t.guarded(replays.read_back_acked, t, s.url, "local")
         finally:
             s.stop()
         if not args.no_team:
@@ -222,10 +252,10 @@ def main() -> int:
                 url, chroma = found
                 t.secrets += [url, url.split("//")[1]]
                 try:
-                    replays.team(t, url, tmp, chroma)
+                    t.guarded(replays.team, t, url, tmp, chroma)
                 finally:
                     chroma.kill()
-        kill_series(t, tmp, args.kills)
+        t.guarded(kill_series, t, tmp, args.kills)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"\nhostile suite: {t.requests} requests, {len(t.server_errors)} 5xx, {len(t.leaks)} leaks, "

@@ -35,8 +35,8 @@ def record(t, url: str, body, to: str | None = None, label: str = "local"):
     return r
 
 
-def local(t, url: str, home: Path, tmp: Path) -> None:
-    # 2, 3: NUL, control characters, lone surrogates: refused naming the field; later records are found
+def refused_text(t, url: str, home: Path, tmp: Path) -> None:
+    """2, 3: NUL, control characters, lone surrogates: refused naming the field; later records are found."""
     r = record(t, url, {**RECORD, "title": "nul\u0000title"})
     bad = [record(t, url, '{"title": "x", "verdict": "neutral", "lesson": "lone \\ud800"}'),
            record(t, url, {**RECORD, "change": "esc \x1b[31m"}), record(t, url, '{"\\udfff": 1}')]
@@ -46,13 +46,19 @@ def local(t, url: str, home: Path, tmp: Path) -> None:
     t.verdict("NUL / control / surrogate refused, later records found",
               r.status_code == 400 and "'title'" in r.json()["error"] and all(b.status_code == 400 for b in bad)
               and later.status_code == 201 and found and found[0]["id"] == later.json()["id"] and not tmps)
-    # 4, 9: parser failures and alias bombs are the file's failure
+
+
+def parser_failures(t, url: str, home: Path, tmp: Path) -> None:
+    """4, 9: parser failures and alias bombs are the file's failure."""
     t0 = time.monotonic()
     answers = [t.ask("POST", f"{url}/documents", headers=W, files={"file": (name, data)}).status_code
                for name, data in (("deep.py", DEEP_PY), ("deep.ipynb", "[" * 100_000), ("bomb.md", ALIAS_BOMB))]
     t.verdict("deep nesting and alias bombs refused by name", answers == [400, 400, 400],
               f"{answers} in {time.monotonic() - t0:.1f} s")
-    # 13: chunks stay within 2,000 characters however many headings
+
+
+def chunk_limit(t, url: str, home: Path, tmp: Path) -> None:
+    """13: chunks stay within 2,000 characters however many headings."""
     heads = "\n".join(f"# heading {i}" for i in range(20_000))
     up = t.ask("POST", f"{url}/documents", headers=W, files={"file": ("heads.md", heads)}, data={"corpus": "up"})
     hits = t.ask("GET", f"{url}/search", params={"q": "heading 19999", "corpus": "up", "k": 50,
@@ -60,7 +66,11 @@ def local(t, url: str, home: Path, tmp: Path) -> None:
     worst = max((len(h["text"]) for h in hits if "\n" in h["text"]), default=0)
     t.verdict("20,000 headings: no chunk over 2,000 characters", up.status_code == 201 and hits and worst <= 2000,
               f"longest {worst}")
-    # 12: what is written reads back the same, and the answer's lines are those a read reports
+
+
+def read_back(t, url: str, home: Path, tmp: Path) -> None:
+    """12, 15: what is written reads back the same, the answer's lines are those a read reports, a retry adds
+    nothing."""
     same = []
     for field, value in (("lesson", "~~~"), ("title", "<b> first"), ("hypothesis", '">quoted'),
                          ("title", "🚀 faster"), ("change", "**num_stages** = `3`")):
@@ -72,7 +82,10 @@ def local(t, url: str, home: Path, tmp: Path) -> None:
     again = record(t, url, {**RECORD, "lesson": "~~~"}, to="log.md").json()
     t.verdict("written records read back as written, lines agree, a retry adds nothing",
               all(same) and again.get("existed"), f"{sum(map(bool, same))}/5 the same")
-    # 5: no server path in any answer (the Tally checks every body), even with a corrupt manifest
+
+
+def corrupt_manifest(t, url: str, home: Path, tmp: Path) -> None:
+    """5: no server path in any answer (the Tally checks every body), even with a corrupt manifest."""
     manifest = home / "manifest.json"
     good = manifest.read_text()
     manifest.write_text("{not json")
@@ -83,23 +96,36 @@ def local(t, url: str, home: Path, tmp: Path) -> None:
     finally:
         manifest.write_text(good)
     t.verdict("a corrupt manifest: 503 naming no path (HTTP and MCP)", codes == [503] * 4 and "corrupt" in text)
-    # 6: write-back never follows a link out of the records folder
+
+
+def links(t, url: str, home: Path, tmp: Path) -> None:
+    """6: write-back never follows a link out of the records folder."""
     secret = tmp / "secret.md"
     secret.write_text("# secret\n\nnot for readers\n")
+    (home / "records").mkdir(exist_ok=True)
     os.symlink(secret, home / "records" / "evil.md")
     r = record(t, url, RECORD, to="evil.md")
     read = t.ask("GET", f"{url}/sources/records/evil.md")
     t.verdict("a link in the records folder is refused",
               r.status_code == 400 and "not for readers" not in read.text and secret.read_text().startswith("# secret"))
-    # 7: upload corpora and folder corpora cannot share a name
+
+
+def corpus_names(t, url: str, home: Path, tmp: Path) -> None:
+    """7: upload corpora and folder corpora cannot share a name."""
     codes = [t.ask("POST", f"{url}/documents", headers=W, files={"file": ("n.md", "# N\n\ntext\n")},
                    data={"corpus": c}).status_code for c in ("docs_corpus", "records", "notes")]
     t.verdict("uploads cannot take a folder corpus's or the records' name", codes == [400, 400, 400], str(codes))
-    # 10: kernel runs: the shape cap
+
+
+def kernel_shapes(t, url: str, home: Path, tmp: Path) -> None:
+    """10: kernel runs: the shape cap."""
     r = t.ask("POST", f"{url}/kernels/gemv/run", headers=W,
               json={"backend": "torch", "device": "cpu", "shapes": [{"m": 128, "k": 256, "l": 1}] * 17})
     t.verdict("17 kernel shapes refused", r.status_code in (400, 422), str(r.status_code))
-    # 16: smaller points
+
+
+def smaller(t, url: str, home: Path, tmp: Path) -> None:
+    """16: smaller points."""
     files = [p for p in (home / "records").iterdir() if p.is_file() and not p.is_symlink()]
     checks = {
         "HEAD /health": t.ask("HEAD", f"{url}/health").status_code == 200,
@@ -115,11 +141,42 @@ def local(t, url: str, home: Path, tmp: Path) -> None:
               ", ".join(k for k, v in checks.items() if not v))
 
 
+BAD_BODIES = ['{"q":"tmem","k":1e309}', '{"q":"tmem","k":NaN}', '{"q":"\\ud800"}', '{"error":"\\ud800x"}',
+              b"\xff\xfe\x00garbage", "[" * 50_000, '{"q":"x","k":' + "9" * 5000 + "}", '{"q":"x"}garbage',
+              '{"title":"\\u0000","verdict":"neutral"}', '{"title":"t","verdict":"neutral","figures":[' + "[" * 20_000 + "]}",
+              '{"backend":"torch","shapes":[' + ",".join(['{"m":128,"k":256}'] * 40) + "]}", "null", '"text"', "1"]
+BAD_URLS = ["/sources/..%2F..%2Fetc%2Fpasswd", "/sources/%00", "/search?q=%ED%A0%80", "/search?q=%00%1b",
+            "/sources/records/..%2Fmanifest.json", "/attempts?k=true", "/context?q=x&budget_tokens=1e9",
+            "/documents/records/../../manifest.json", "/search?q=" + "%F0%9F%9A%80" * 500, "/kernels/..%2F/run"]
+
+
+def malformed(t, url: str) -> None:
+    """Bodies no route can take and URLs that reach for files outside the index: each a 4xx, none a 5xx."""
+    codes = []
+    for path in ("/search", "/pitfalls", "/attempts", "/kernels/gemv/run", "/mcp"):
+        for body in BAD_BODIES:
+            codes.append(t.ask("POST", f"{url}{path}", content=body, headers={**W, "Content-Type": "application/json",
+                               "Accept": "application/json, text/event-stream"}).status_code)
+    for u in BAD_URLS:
+        for method in ("GET", "DELETE"):
+            codes.append(t.ask(method, f"{url}{u}", headers=W).status_code)
+    t.verdict("malformed bodies and URLs answer 4xx", all(c < 500 for c in codes), f"{len(codes)} requests")
+
+
+# the file that overflowed the parser last: on the code before the fix it took the whole server down
+LOCAL = [refused_text, read_back, chunk_limit, corrupt_manifest, links, corpus_names, kernel_shapes, smaller,
+         parser_failures]
+
+
 def _read_all(sock: socket.socket, wait: float) -> bytes:
-    sock.settimeout(wait)
-    data = b""
+    """What the server sends within `wait` seconds (or until it closes the connection)."""
+    deadline, data = time.monotonic() + wait, b""
     try:
-        while chunk := sock.recv(65536):
+        while (left := deadline - time.monotonic()) > 0:
+            sock.settimeout(left)
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
             data += chunk
     except (socket.timeout, ConnectionError):
         pass
@@ -151,8 +208,11 @@ def connections(t, url: str) -> None:
     ok = t.ask("GET", f"{url}/health").status_code == 200
     t.verdict("600 idle connections: those over 512 refused, the server recovers", refused >= 80 and ok,
               f"{refused} refused")
-    get = t.ask("GET", f"{url}/mcp", headers={"Accept": "text/event-stream"}).status_code
-    t.verdict("GET /mcp holds no stream", get == 405, str(get))
+    with socket.create_connection((host, port)) as stream:  # raw: an open SSE stream would never end a read
+        stream.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        answer = _read_all(stream, 3)
+    t.check("GET /mcp", int(answer[9:12] or 0), answer)
+    t.verdict("GET /mcp holds no stream", answer.startswith(b"HTTP/1.1 405"), answer[:12].decode(errors="replace"))
 
 
 def read_back_acked(t, url: str, label: str) -> None:
