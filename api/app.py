@@ -5,8 +5,9 @@ with `brain mcp`) so the first search does not pay for loading the embedding mod
 {"error": message}: BrainError -> 400 (404 when a source or document does not exist, 503 when the index
 itself cannot be opened or its write lease is busy), validation -> 422 with the offending fields (never the
 input echoed back: it may be no valid JSON at all, like inf or a lone surrogate), a body that cannot be
-parsed -> 400, anything else -> 500 with a short message (the traceback goes to the server log only). Every
-route's OpenAPI entry lists the error statuses it can answer with; OPTIONS and 405 name every method.
+parsed -> 400, anything else -> 500 with a short message (the traceback goes to the server log only); no
+message names a server path or internal URL (api.errors). Every route's OpenAPI entry lists the error statuses
+it can answer with; OPTIONS and 405 name every method, and HEAD answers wherever GET does.
 
 An app's lifespan runs once (the MCP session manager cannot be restarted): build a new app per server.
 """

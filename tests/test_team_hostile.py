@@ -1,5 +1,7 @@
 """Team mode (a real `chroma run` on loopback) against the hostile run's findings: an index named like another's
 side collection, and records written through two hosts that serve one index."""
+import time
+
 import pytest
 
 from brain import BrainError
@@ -27,9 +29,12 @@ def test_records_write_through_every_host_serving_the_index(tmp_path, chroma_ser
     outs = [hosts[n % 2].record({"title": f"attempt {n}", "verdict": "neutral", "problem": "gemm"}) for n in range(6)]
     outs.append(hosts[1].record({"title": "appended", "verdict": "improved"}, "shared.md"))
     outs.append(hosts[0].record({"title": "appended again", "verdict": "failed"}, "shared.md"))
-    for host in hosts:
-        got = {r["id"] for r in host.find_attempts(include_superseded=True, k=100)["results"]}
-        assert {o["id"] for o in outs} <= got
+    for host in hosts:  # a write through one host shows through the other within 5 s (generation polls)
+        deadline = time.monotonic() + 5
+        while not {o["id"] for o in outs} <= {r["id"] for r in host.find_attempts(include_superseded=True,
+                                                                                 k=100)["results"]}:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
     text = hosts[0].read_source("records/shared.md")["text"]
     assert "## appended\n" in text and "## appended again" in text
     hosts[1].rebuild()  # records live in the server and outlast a rebuild
