@@ -173,20 +173,36 @@ def fuzz(t: Tally, url: str, examples: int) -> None:
 
 
 def kill_series(t: Tally, tmp: Path, kills: int) -> None:
-    """`brain record` killed with SIGKILL at a random moment, then retried until it answers: every answered
-    record must be there exactly once (a retry of a half-finished write must not duplicate it)."""
+    """`brain record` killed with SIGKILL, then retried until it answers: every answered record must be there
+    exactly once (a retry of a half-finished write must not duplicate it), and a killed write must be visible
+    whole or absent. Half the kills land at a random moment of a write (most of which is start-up), half the
+    moment the records folder changes: the record's file is written, its commit under way."""
     home = tmp / "kill-home"
     env = env_for(home)
     assert brain(["ingest", str(tmp / "notes"), "--corpus", "notes", "--quiet"], env).returncode == 0
     rng = random.Random(30)
-    ids, killed_n, seen_after_kill, half = [], 0, 0, []
+    folder = home / "records"
+
+    def stamp() -> set:
+        return {(p.name, p.stat().st_mtime_ns) for p in folder.glob("*")} if folder.exists() else set()
+    t_first = time.monotonic()
+    (tmp / "first.json").write_text(json.dumps({"title": "an uninterrupted write", "verdict": "neutral"}))
+    assert brain(["record", str(tmp / "first.json")], env).returncode == 0
+    took = time.monotonic() - t_first  # how long one write takes here, start-up included
+    ids, killed_n, at_commit, seen_after_kill, half = [], 0, 0, 0, []
     for n in range(kills):
         rec = tmp / f"kill{n}.json"
         rec.write_text(json.dumps({"title": f"killed write {n}", "verdict": "neutral", "problem": "gemm",
                                    "lesson": f"written under kill -9 number {n}"}))
         proc = subprocess.Popen([sys.executable, "-m", "cli", "record", str(rec), "--json"], cwd=ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(1.0, 9.0))
+        if n % 2:
+            time.sleep(rng.uniform(0.2, 1.0) * took)
+        else:
+            before, deadline = stamp(), time.monotonic() + 2 * took
+            while stamp() == before and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            at_commit += stamp() != before
         killed = proc.poll() is None
         if killed:
             os.kill(proc.pid, signal.SIGKILL)
@@ -212,7 +228,8 @@ def kill_series(t: Tally, tmp: Path, kills: int) -> None:
                                                      if titles.count(x) > 1]  # a retry that duplicated it
     t.lost += lost + half
     t.verdict("kill -9 series", not lost and not half and len(ids) == kills,
-              f"{kills} writes, {killed_n} killed midway ({seen_after_kill} of them visible whole before the "
+              f"{kills} writes ({took:.1f} s each), {killed_n} killed midway, {at_commit} of them as their file "
+              f"appeared ({seen_after_kill} visible whole before the "
               f"retry, {len(half)} half), {len(ids)} answered after a retry, {len(got)} records read back, "
               f"{len(lost)} missing or duplicated")
 
