@@ -209,7 +209,7 @@ def connections(t, url: str) -> None:
     t.verdict("600 idle connections: those over 512 refused, the server recovers", refused >= 80 and ok,
               f"{refused} refused")
     with socket.create_connection((host, port)) as stream:  # raw: an open SSE stream would never end a read
-        stream.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        stream.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
         answer = _read_all(stream, 3)
     t.check("GET /mcp", int(answer[9:12] or 0), answer)
     t.verdict("GET /mcp holds no stream", answer.startswith(b"HTTP/1.1 405"), answer[:12].decode(errors="replace"))
