@@ -138,7 +138,7 @@ def document_errors(routes) -> None:
             codes.add(404)
         if any(d.call is require_api_key for d in route.dependant.dependencies):
             codes |= {401, 403}
-        if route.path.startswith("/kernels/"):
+        if route.path.startswith("/kernels/") and route.path.endswith("/run"):
             codes |= {429, 504}
         for code in codes:
             route.responses.setdefault(code, {"model": ErrorBody, "description": ERRORS[code]})

@@ -1,15 +1,16 @@
 """The brain as MCP tools for coding agents (official `mcp` SDK, 2.x): stdio (`brain mcp`) and /mcp over HTTP.
 
 Tools answering plain text capped by their `max_tokens` argument (tokens counted as in brain.context): search
-lessons, look up a pitfall from an error, snippets for a pattern, read a passage, find attempt records; and
-record_attempt, which writes one (the server's API key required, as for HTTP writes).
+lessons, look up a pitfall from an error, snippets for a pattern, read a passage, find attempt records, the
+recorded kernel runs (kernel_history); and record_attempt, which writes one (the server's API key required, as
+for HTTP writes). No tool runs a kernel: that stays a local command-line action.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import sys
-from typing import Annotated, Callable
+from typing import Annotated, Callable, Literal
 
 import anyio
 from fastapi import FastAPI
@@ -18,10 +19,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
 from api.errors import public_message, validation_message
-from brain import BrainError
+from brain import MAX_K, BrainError
 from brain.config import Settings
 from brain.attempts.format import format_record
 from brain.context import MAX_BUDGET, MIN_BUDGET, pack, truncate_lines
+from brain.runs import format_compare, format_history
 from brain.search import Filters
 from brain.service import Brain
 
@@ -34,6 +36,7 @@ Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, strict=True, descrip
 Kind = Annotated[str | None, Field(max_length=64, description="lesson, failed-attempt, constraint, result, "
                                                               "how-to, reference or code")]
 Tag = Annotated[str | None, Field(max_length=64, description="e.g. tcgen05, tma, tmem, s2t, pipeline, nvfp4")]
+Count = Annotated[int, Field(ge=1, le=MAX_K, strict=True)]  # strict: `true` is no count
 
 
 class BrainMCP(MCPServer):
@@ -75,7 +78,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
 
     @tool("search", old="search_lessons")
     async def search_lessons(query: Annotated[str, Field(min_length=1, max_length=2000)],
-                             k: Annotated[int, Field(ge=1, le=20, strict=True)] = 5, kind: Kind = None, tag: Tag = None,
+                             k: Count = 5, kind: Kind = None, tag: Tag = None,
                              max_tokens: Budget = 1500) -> str:
         """Search worklogs and kernel code for lessons, rules, results and how-tos on a CuTe DSL / NVFP4
         question. Returns the best passages, each cited as [n] corpus/source:lines | heading | kind | tags."""
@@ -85,7 +88,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
 
     @tool("pitfalls", old="lookup_pitfall")
     async def lookup_pitfall(error: Annotated[str, Field(min_length=1, max_length=20000)],
-                             k: Annotated[int, Field(ge=1, le=10, strict=True)] = 3, max_tokens: Budget = 1500) -> str:
+                             k: Count = 3, max_tokens: Budget = 1500) -> str:
         """Paste a compiler/runtime error or traceback (CuTe DSL, CUTLASS, PTX, CUDA): returns the known rules
         and failed attempts that explain it, constraints first."""
         b = get_brain()
@@ -98,7 +101,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                    "pipeline-setup, warp-dispatch, tile-scheduler, tensormap, "
                                    "scale-factor-layout, fp4-decode, smem-layout, control-flow"))],
                                query: Annotated[str | None, Field(max_length=2000)] = None,
-                               k: Annotated[int, Field(ge=1, le=10, strict=True)] = 3, max_tokens: Budget = 2000) -> str:
+                               k: Count = 3, max_tokens: Budget = 2000) -> str:
         """Code regions of the reference NVFP4 kernels that implement a pattern, optionally ranked by a
         question. Use it to copy a working idiom instead of inventing one."""
         b = get_brain()
@@ -112,7 +115,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                 "improved, regressed, neutral, failed, proposed, inconclusive"))] = None,
                             problem: Annotated[str | None, Field(max_length=32, description=(
                                 "gemv, gemm, dual_gemm, group_gemm, none"))] = None,
-                            include_superseded: bool = False, k: Annotated[int, Field(ge=1, le=50, strict=True)] = 5,
+                            include_superseded: bool = False, k: Count = 5,
                             max_tokens: Budget = 1500) -> str:
         """Attempt records from the worklogs: what was tried (or only proposed), the verdict, before -> after
         figures, the lesson, and which records supersede or contradict it. Use before repeating an experiment."""
@@ -147,6 +150,25 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
         payload = await call(lambda: b.attempt_conflicts(technique))
         text = "\n\n".join(f"== {c['why']}\n{format_record(c['a'])}\n{format_record(c['b'])}"
                            for c in payload["conflicts"]) or "no conflicting records"
+        return truncate_lines(text, max_tokens) or text[: max_tokens * 2]
+
+    @mcp.tool(name="kernel_history")
+    async def kernel_history(problem: Annotated[str, Field(max_length=32, description=(
+                                 "gemv, gemm, dual_gemm, group_gemm"))],
+                             device: Annotated[str | None, Field(max_length=128, description=(
+                                 "only devices whose name contains this, e.g. H100"))] = None,
+                             order: Literal["time", "best"] = "time", k: Count = 3,
+                             compare: Annotated[list[str] | None, Field(min_length=2, max_length=2, description=(
+                                 "two runs to compare shape by shape: run ids, record ids, 'prev', 'last'"))] = None,
+                             max_tokens: Budget = 1500) -> str:
+        """Recorded runs of the user's own kernels (`brain kernels run --record`): time per shape, the verdict
+        against the run before, kernel file hash, device and versions, and each run's attempt record id. Newest
+        first (order=time) or fastest first (best). Read only: kernels run only from the local command line."""
+        b = get_brain()
+        if compare:
+            text = format_compare(await call(lambda: b.compare_kernel_runs(problem, compare[0], compare[1], device)))
+        else:
+            text = format_history(await call(lambda: b.kernel_history(problem, device, order, k)))
         return truncate_lines(text, max_tokens) or text[: max_tokens * 2]
 
     @tool("sources", old="read_passage")

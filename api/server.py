@@ -1,4 +1,6 @@
-"""`brain serve`: incremental ingest of the default corpora (one summary line), then uvicorn.
+"""`brain serve`: the owner of its home's index (brain/owner.py), an incremental ingest of its corpora (one
+summary line), then uvicorn; once it listens it advertises itself in the home, so the CLI beside it goes
+through it instead of opening the index.
 
 uvicorn answers a request it cannot parse (a request line or headers over the parser's limits, bad framing)
 itself, in plain text; the protocols below answer in the API's JSON instead: 414 for a URL over MAX_URL, 431
@@ -13,13 +15,16 @@ idle connection closes after uvicorn's keep-alive timeout (KEEP_ALIVE).
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 import time
 
 import uvicorn
 
 from api.app import MAX_HEADER_BYTES, MAX_URL_BYTES, create_app, server_brain
-from brain.config import Settings
+from brain.config import Settings, machine
+from brain.owner import advertise, new_token, withdraw
 
 
 def _json_error(status: int, reason: str, message: str) -> bytes:
@@ -121,20 +126,45 @@ def json_protocol():
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, ingest_first: bool = True,
           watch: bool = False) -> int:
+    started = time.perf_counter()
     brain = server_brain(settings)
+    url = f"http://{LOOPBACK.get(host, host)}:{port}"
+    brain.claim(f"brain serve at {url}")  # the embedded index's one owner: a second one is refused now, in one line
     if ingest_first:
-        summary = brain.ingest(progress=sys.stderr.isatty())
-        print(f"ingest: {summary.line()}", flush=True)
+        summary = brain.ingest(progress=True)  # a line every few seconds in a log
+        print(f"ingest: {summary.line()} [{machine()}]", flush=True)
         for skip in summary.skipped:
             print(f"  skipped {skip}", file=sys.stderr)
     if watch:  # brain/watch.py: re-ingests in a background thread; searches keep the last snapshot meanwhile
         from brain.watch import Watcher
-        Watcher(brain.ingest, brain.known_corpora, warm=brain.warm_writer).start()
-        print("watching the corpora: changed files are re-ingested within about 2 s", flush=True)
+        Watcher(brain.ingest, brain.indexed_corpora, warm=brain.warm_writer, max_bytes=settings.max_file_bytes).start()
+        print("watching the index's corpora: a changed file is searchable within about 2 s", flush=True)
     if not settings.api_key:
-        print("writes (upload, delete, ingest, kernel runs) are disabled: set BRAIN_API_KEY to allow them",
-              file=sys.stderr)
-    print(f"serving http://{host}:{port}/  (API docs /docs, MCP /mcp)", flush=True)
-    uvicorn.run(create_app(settings, brain=brain, host=host), host=host, port=port, log_level="warning",
-                http=json_protocol(), timeout_keep_alive=KEEP_ALIVE)
+        print("writes (upload, delete, ingest, kernel runs) are disabled: set BRAIN_API_KEY to allow them "
+              "(the CLI beside this server writes without it)", file=sys.stderr)
+    app = create_app(settings, brain=brain, host=host)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=json_protocol(),
+                                          timeout_keep_alive=KEEP_ALIVE))
+    threading.Thread(target=_when_listening, args=(server, app, settings, url, started), daemon=True).start()
+    print(f"serving {url}/  (API docs /docs, MCP /mcp)", flush=True)
+    try:
+        server.run()
+    finally:
+        withdraw(settings.home, os.getpid())
     return 0
+
+
+LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}  # where a client on this host reaches it
+
+
+def _when_listening(server, app, settings: Settings, url: str, started: float) -> None:
+    """Once uvicorn listens: say how long start-up took, and tell local clients where this server is
+    (brain/owner.py: server.json, 0600; not in team mode, where every process is a Chroma client already)."""
+    while not server.started:
+        if server.should_exit:
+            return
+        time.sleep(0.05)
+    if not settings.chroma_url:
+        app.state.local_token = token = new_token()  # accepted before any client can read it
+        advertise(settings.home, url, token)
+    print(f"ready {time.perf_counter() - started:.1f} s after start [{machine()}]", flush=True)

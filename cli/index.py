@@ -1,34 +1,26 @@
-"""`brain ingest`, `watch`, `search`, `pitfalls`, `snippets`, `eval`, `chunks`, `stats`, `patterns`.
+"""`brain ingest`, `watch`, `search`, `pitfalls`, `snippets`, `context`, `sources`, `eval`, `chunks`, `stats`,
+`patterns`.
 
 Every handler takes parsed args and a Settings, prints, and returns an exit code; errors are raised as
-BrainError and printed as one line by the entry point (cli/main.py).
+BrainError and printed as one line by the entry point (cli/main.py). While a `brain serve` of the same home
+runs, writes and ranked reads go through it (cli/remote.py); the index's modules are imported only by the
+handlers that open it, so a command answered by the server starts fast.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from brain import BrainError
-from brain.chunking import SUPPORTED_SUFFIXES
 from brain.config import CorpusSpec, Settings, default_corpora
-from brain.ingest import discover
-from brain.search import MODES, Filters
-from brain.service import Brain
+from cli.args import add_filter_args, add_k, add_output_args, add_text, filter_values, filters_from, text_of
 from cli.output import print_hits, printable
+from cli.remote import find_server, note
 
-
-def add_filter_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kind", help="lesson, failed-attempt, constraint, result, how-to, reference, code")
-    p.add_argument("--tag", help="a tag or alias (tcgen05/UMMA, tma, tmem, s2t, pipeline, ...)")
-    p.add_argument("--source", help="only sources whose path contains this text")
-    p.add_argument("--language", help="markdown, python, rst")
-    p.add_argument("--corpus", help="only this corpus")
-
-
-def filters_from(args) -> Filters:
-    return Filters(kind=args.kind, tag=args.tag, source=args.source, language=args.language, corpus=args.corpus)
+if TYPE_CHECKING:
+    from brain.service import Brain
 
 
 def register(sub) -> None:
@@ -40,7 +32,8 @@ def register(sub) -> None:
     p.add_argument("--remove", metavar="CORPUS", help="remove a corpus and all its chunks")
     p.add_argument("--rebuild", action="store_true", help="drop the index and ingest from scratch")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--quiet", action="store_true", help="no progress line (none either when stderr is not a terminal)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (otherwise: a line rewritten in place on a "
+                   "terminal, a line every few seconds of a long ingest in a log or a pipe)")
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("watch", help="keep the index fresh: re-ingest changed, added and deleted files as they change")
@@ -48,36 +41,36 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_watch)
 
     p = sub.add_parser("search", help="hybrid search over the index")
-    p.add_argument("query", nargs="+", help="the question (its words may be given unquoted)")
-    p.add_argument("-k", "-n", "--k", type=int, default=5, dest="k", help="how many results (default 5)")
+    add_text(p, "query", "the question")
+    add_k(p, 5)
     p.add_argument("--mode", choices=("hybrid", "bm25", "dense"), default="hybrid")
     p.add_argument("--expand", action="store_true", help="append the next chunk of the section to very short hits")
     add_filter_args(p)
-    p.add_argument("--json", action="store_true")
+    add_output_args(p)
     p.set_defaults(handler=cmd_search)
 
     p = sub.add_parser("pitfalls", aliases=["pitfall"],
                        help="paste an error message or traceback; get the rule that explains it")
-    p.add_argument("error", help="the error text ('-' reads it from stdin)")
-    p.add_argument("-k", "-n", "--k", type=int, default=3, dest="k", help="how many results (default 3)")
+    add_text(p, "error", "the error text")
+    add_k(p, 3)
     add_filter_args(p)
-    p.add_argument("--json", action="store_true")
+    add_output_args(p)
     p.set_defaults(handler=cmd_pitfall)
 
     p = sub.add_parser("snippets", help="code regions of the reference kernels that carry a pattern")
     p.add_argument("pattern", help="e.g. s2t-copy, tma-load, pipeline-setup (see `brain patterns`)")
-    p.add_argument("query", nargs="?", help="optional: rank the snippets by this question")
-    p.add_argument("-k", "-n", "--k", type=int, default=5, dest="k", help="how many results (default 5)")
+    add_text(p, "query", "optional: rank the snippets by this question", required=False)
+    add_k(p, 5)
     add_filter_args(p)
-    p.add_argument("--json", action="store_true")
+    add_output_args(p)
     p.set_defaults(handler=cmd_snippets)
 
     p = sub.add_parser("context", help="the best passages for a question, packed into one cited text (as GET /context)")
-    p.add_argument("query", nargs="+", help="the question (its words may be given unquoted)")
+    add_text(p, "query", "the question")
     p.add_argument("--budget", type=int, default=2000, help="upper bound on the text's tokens (default 2000)")
-    p.add_argument("-k", "-n", "--k", type=int, default=10, dest="k", help="passages considered (default 10)")
+    add_k(p, 10, "passages considered")
     add_filter_args(p)
-    p.add_argument("--json", action="store_true")
+    add_output_args(p, full=False)
     p.set_defaults(handler=cmd_context)
 
     p = sub.add_parser("sources", help="list the ingested files, or print lines of one (as GET /sources)")
@@ -111,7 +104,9 @@ def register(sub) -> None:
     p.set_defaults(handler=cmd_patterns)
 
 
-def specs_from(args, brain: Brain) -> list[CorpusSpec]:
+def specs_from(args, brain: Brain, max_bytes: int) -> list[CorpusSpec]:
+    from brain.chunking import SUPPORTED_SUFFIXES
+    from brain.ingest import discover
     if not args.paths:
         return default_corpora()
     known = brain.manifest().corpora
@@ -123,9 +118,10 @@ def specs_from(args, brain: Brain) -> list[CorpusSpec]:
         name = args.corpus or next((n for n, c in known.items() if c["root"] == str(root)), None)
         name = name or (root.name if root.is_dir() else root.parent.name)
         spec = CorpusSpec(name, root, tuple(args.include), tuple(args.exclude))
-        if not discover(spec)[0]:
-            raise BrainError(f"nothing to ingest under {path}: no {', '.join(SUPPORTED_SUFFIXES)} files "
-                             "(after --include/--exclude)")
+        files, skipped = discover(spec, max_bytes)
+        if not files:
+            raise BrainError(f"nothing to ingest under {path}: " + ("; ".join(skipped[:3]) if skipped else
+                             f"no {', '.join(SUPPORTED_SUFFIXES)} files (after --include/--exclude)"))
         specs.append(spec)
     if args.corpus and len(specs) > 1:
         raise BrainError("--corpus names one corpus: give one PATH with it")
@@ -134,6 +130,7 @@ def specs_from(args, brain: Brain) -> list[CorpusSpec]:
 
 def open_index(settings: Settings) -> Brain:
     """A Brain over an index that exists: a read never creates an empty index (nor its folder)."""
+    from brain.service import Brain
     brain = Brain(settings)
     if brain.generation() == 0:
         where = f"{settings.chroma_url} (index {settings.index})" if settings.chroma_url else str(settings.home)
@@ -142,18 +139,28 @@ def open_index(settings: Settings) -> Brain:
 
 
 def cmd_ingest(args, settings: Settings) -> int:
+    from brain.ingest import Summary
+    from brain.service import Brain
     from brain.watch import unchanged
-    brain = Brain(settings)
+    server = find_server(settings)
+    brain = Brain(settings)  # the manifest and the files: no Chroma unless this process writes
     if args.rebuild:
+        if server:
+            raise BrainError(f"{server} serves this index: stop it before `brain ingest --rebuild`")
         brain.rebuild()
     if args.remove:
-        summary = brain.remove_corpus(args.remove)
+        if server:
+            note(server, f"removing corpus '{args.remove}'")
+        summary = Summary.of(server.remove_corpus(args.remove)) if server else brain.remove_corpus(args.remove)
     else:
-        specs = specs_from(args, brain)
+        specs = specs_from(args, brain, settings.max_file_bytes)
         # nothing changed by size and mtime: answer without opening Chroma or loading the model
-        summary = None if args.rebuild else unchanged(brain.manifest(), specs)
-        if summary is None:
-            summary = brain.ingest(specs, progress=sys.stderr.isatty() and not (args.json or args.quiet))
+        summary = None if args.rebuild else unchanged(brain.manifest(), specs, settings.max_file_bytes)
+        if summary is None and server:
+            note(server, "ingesting")
+            summary = Summary.of(server.ingest(specs))
+        elif summary is None:
+            summary = brain.ingest(specs, progress=not args.quiet)
             brain.snapshot()  # the snapshot file the next CLI read loads (no Chroma, no torch)
     if args.json:
         print(json.dumps(summary.as_dict()))
@@ -165,32 +172,42 @@ def cmd_ingest(args, settings: Settings) -> int:
 
 
 def cmd_watch(args, settings: Settings) -> int:
+    from brain.service import Brain
     from brain.watch import Watcher
+    server = find_server(settings)
+    if server:
+        raise BrainError(f"{server} serves this index: watch through it (`brain serve --watch`) instead")
     brain = Brain(settings)
-    print(f"watching {', '.join(str(s.root) for s in brain.known_corpora())} (index {settings.home}); "
-          "Ctrl-C stops", file=sys.stderr, flush=True)
-    Watcher(brain.ingest, brain.known_corpora, warm=brain.warm_writer, interval=args.interval).run()
+    brain.claim("brain watch")  # the index's one writer while it watches
+    roots = ", ".join(str(s.root) for s in brain.indexed_corpora()) or "no corpus yet (brain ingest PATH adds one)"
+    print(f"watching {roots} (index {settings.home}); Ctrl-C stops", file=sys.stderr, flush=True)
+    Watcher(brain.ingest, brain.indexed_corpora, warm=brain.warm_writer, interval=args.interval,
+            max_bytes=settings.max_file_bytes).run()
     return 0
 
 
 def cmd_search(args, settings: Settings) -> int:
-    payload = open_index(settings).search(" ".join(args.query), args.k, filters_from(args), mode=args.mode, expand=args.expand)
-    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    query, server = text_of(args.query), find_server(settings)
+    payload = server.search(query, args.k, filter_values(args), args.mode, args.expand) if server else \
+        open_index(settings).search(query, args.k, filters_from(args), mode=args.mode, expand=args.expand)
+    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
 
 def cmd_pitfall(args, settings: Settings) -> int:
-    error = sys.stdin.read() if args.error == "-" else args.error
-    payload = open_index(settings).pitfall(error, args.k, filters_from(args))
-    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    error, server = text_of(args.error), find_server(settings)
+    payload = server.pitfall(error, args.k, filter_values(args)) if server else \
+        open_index(settings).pitfall(error, args.k, filters_from(args))
+    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
 
 def cmd_context(args, settings: Settings) -> int:
     from brain.context import build_context, check_budget
     check_budget(args.budget)
-    brain = open_index(settings)
-    out = build_context(brain.search(" ".join(args.query), args.k, filters_from(args)), args.budget)
+    query, server = text_of(args.query), find_server(settings)
+    out = server.context(query, args.budget, args.k, filter_values(args)) if server else \
+        build_context(open_index(settings).search(query, args.k, filters_from(args)), args.budget)
     print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else out["text"])
     return 0
 
@@ -218,13 +235,16 @@ def cmd_sources(args, settings: Settings) -> int:
 
 
 def cmd_snippets(args, settings: Settings) -> int:
-    payload = open_index(settings).snippets(args.pattern, args.query, args.k, filters_from(args))
-    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload)
+    query, server = text_of(args.query), find_server(settings)
+    payload = server.snippets(args.pattern, query, args.k, filter_values(args)) if server else \
+        open_index(settings).snippets(args.pattern, query, args.k, filters_from(args))
+    print(json.dumps(payload, ensure_ascii=False, indent=1)) if args.json else print_hits(payload, args.full)
     return 0
 
 
 def cmd_eval(args, settings: Settings) -> int:
     from brain.evaluate import evaluate, load_questions
+    from brain.search import MODES
     sets = [(file, load_questions(file)) for file in args.file]  # every file checked before any search
     searcher = open_index(settings).searcher
     reports = {str(file): evaluate(searcher, questions, (args.mode,) if args.mode else MODES, args.corpus,

@@ -7,8 +7,8 @@ import sys
 
 
 def _kernels(args, settings) -> int:
-    from kernels.cli import main as kernels_main
-    return kernels_main(args)
+    from cli.kernels import main as kernels_main
+    return kernels_main(args, settings)
 
 
 def build_parser(kernels: bool = True) -> argparse.ArgumentParser:
@@ -24,7 +24,7 @@ def build_parser(kernels: bool = True) -> argparse.ArgumentParser:
     serve.register(sub)
     p = sub.add_parser("kernels", help="NVFP4 problems: list backends, check and benchmark them")
     if kernels:
-        from kernels.cli import add_arguments as add_kernel_arguments
+        from cli.kernels import add_arguments as add_kernel_arguments
         add_kernel_arguments(p)
     p.set_defaults(handler=_kernels)
     return parser
@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(kernels=bool(argv) and argv[0] == "kernels")
     args = parser.parse_args(argv)
+    from brain import owner
+    owner.ROLE = f"brain {args.command}"  # how a refusal names this process to another one
     stdout = sys.stdout
     sys.stdout = PrintableStream(stdout)  # titles and text from the index: no raw control characters
     try:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 import textwrap
 
-from brain.attempts.format import format_record
+
+WIDTH = 600  # characters of a passage plain output shows; --full shows all, --json too
 
 
-def print_hits(payload: dict) -> None:
+def print_hits(payload: dict, full: bool = False) -> None:
     match = payload.get("match")
     if match == "none":
         print("match: none (no passage matches this query; nothing in the index uses its words or meaning)")
@@ -21,12 +22,20 @@ def print_hits(payload: dict) -> None:
         tags = ", ".join(r["tags"])
         print(f"{r['rank']}. {r['corpus']}/{r['source']}:{r['start_line']}-{r['end_line']}  [{r['kind']}] {tags}")
         print(f"   {r['section']}")
-        body = r["text"] if len(r["text"]) <= 600 else r["text"][:600] + " ..."
+        attempt = r.get("attempt")
+        if attempt:
+            fig = attempt.get("figure")
+            shown = f": {fig['before']:g} → {fig['after']:g} {fig['unit']}" if fig else ""
+            print(f"   attempt [{attempt['verdict']}] {attempt['title'][:80]}{shown}")
+        body = r["text"]
+        if not full and len(body) > WIDTH:
+            body = body[:WIDTH] + f" ... ({len(body) - WIDTH} more characters: --full shows the whole passage)"
         print(textwrap.indent(body, "   | "))
         print()
 
 
 def print_record(r: dict, n: int | None = None) -> None:
+    from brain.attempts.format import format_record
     print(format_record(r, n))
     print()
 

@@ -12,8 +12,8 @@ cutlass lazily, when they run).
 
 from .errors import (Busy, BackendUnavailable, KernelsError, MemoryBudgetError, ShapeError,  # noqa: F401
                      UnknownBackend, UnknownProblem, UnsupportedShape)
-from .problems import (DEFAULT_SEED, PROBLEMS, Problem, get_problem, list_problems, parse_shape,  # noqa: F401
-                       shape_str)
+from .problems import DEFAULT_SEED, PROBLEMS, Problem, get_problem, list_problems  # noqa: F401
+from .shapes import parse_shape, shape_str  # noqa: F401
 from .registry import Backend, describe, get_backend, list_backends, register_backend  # noqa: F401
 
 # Importing kernels (and listing problems and backends) loads no torch; what checks and runs does, on first use.

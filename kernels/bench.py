@@ -111,6 +111,7 @@ def time_calls(fn: Callable, inputs: list, device, repeats: int = 5,
         timer = "wall-clock (CPU)"
     return {
         "us": statistics.median(per_call), "us_min": min(per_call), "us_mean": statistics.fmean(per_call),
+        "us_batches": per_call,
         "repeats": repeats, "inputs_per_batch": len(inputs), "timer": timer,
     }
 

@@ -2,7 +2,7 @@
 
 Rule (the problem files'): |out - ref| <= atol + rtol * |ref| element-wise with
 rtol = atol = 1e-3, and NaN / +inf / -inf must appear exactly where the reference has
-them. On failure the result says how many elements failed, the worst one and where
+them. On failure the result says how many elements failed, the worst one and the first one and where
 (row, column, batch, group), and which pattern the failures form: one element, one
 128x128 tile, a 16-wide block of columns or rows, whole rows/columns, the M or N tail
 past the last full tile, one batch, one group, or everything (usually a layout or scale
@@ -16,8 +16,9 @@ from typing import Optional
 
 import torch
 
+from .formats import SF_VEC_SIZE
+
 TILE = 128  # the tile edge most kernels here use; a failing tile points at one CTA
-BLOCK = 16  # sf_vec_size / MMA fragment width: a failing 16-block points at a scale or fragment bug
 
 
 @dataclass
@@ -26,6 +27,7 @@ class CheckResult:
     mismatches: int = 0
     total: int = 0
     worst: Optional[dict] = None  # {"abs_err", "got", "expected", "row", "col", "batch", "group"}
+    first: Optional[dict] = None  # the first mismatch in (group, row, col, batch) order, same keys
     patterns: list = field(default_factory=list)
     error: Optional[str] = None  # structural problem (wrong type, shape, dtype)
 
@@ -34,22 +36,33 @@ class CheckResult:
             return f"FAIL: {self.error}"
         if self.ok:
             return f"ok: {self.total} elements within rtol/atol"
-        w = self.worst or {}
-        where = ", ".join(f"{k}={w[k]}" for k in ("row", "col", "batch", "group") if w.get(k) is not None)
         pct = 100.0 * self.mismatches / max(self.total, 1)
-        text = (f"FAIL: {self.mismatches}/{self.total} elements ({pct:.3g}%) out of tolerance; "
-                f"worst |err|={w.get('abs_err')} at {where} (got {w.get('got')}, expected {w.get('expected')})")
+        text = f"FAIL: {self.mismatches}/{self.total} elements ({pct:.3g}%) out of tolerance"
+        f, w = self.first or {}, self.worst or {}
+        if f:
+            text += f"; first mismatch at {_where(f)}: got {f.get('got')}, expected {f.get('expected')}"
+        if w and _where(w) != _where(f):  # by position: a NaN element is not equal to itself
+            text += f"; worst |err|={w.get('abs_err')} at {_where(w)} (got {w.get('got')}, expected {w.get('expected')})"
         if self.patterns:
             text += "; " + "; ".join(self.patterns)
         return text
 
     def as_dict(self) -> dict:
-        worst = None
-        if self.worst is not None:  # NaN/inf are not JSON: spell them as strings
-            worst = {k: (v if not isinstance(v, float) or v == v and abs(v) != float("inf") else str(v))
-                     for k, v in self.worst.items()}
-        return {"ok": self.ok, "mismatches": self.mismatches, "total": self.total, "worst": worst,
-                "patterns": list(self.patterns), "error": self.error, "summary": self.summary()}
+        return {"ok": self.ok, "mismatches": self.mismatches, "total": self.total, "worst": _json(self.worst),
+                "first": _json(self.first), "patterns": list(self.patterns), "error": self.error,
+                "summary": self.summary()}
+
+
+def _where(e: dict) -> str:
+    return ", ".join(f"{k}={e[k]}" for k in ("row", "col", "batch", "group") if e.get(k) is not None)
+
+
+def _json(element: Optional[dict]) -> Optional[dict]:
+    """NaN/inf are not JSON: spell them as strings."""
+    if element is None:
+        return None
+    return {k: (v if not isinstance(v, float) or v == v and abs(v) != float("inf") else str(v))
+            for k, v in element.items()}
 
 
 def mismatch_mask(got: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
@@ -129,40 +142,46 @@ def _patterns_2d(bad: torch.Tensor) -> list:
             out.append(f"only the M tail: rows {tail_m}-{m - 1} past the last full 128-row tile")
         if n % TILE and cols[0] >= tail_n:
             out.append(f"only the N tail: cols {tail_n}-{n - 1} past the last full 128-column tile")
-        col_block = _block_of(cols, BLOCK)
+        # One scale block (SF_VEC_SIZE, also an MMA fragment's width): points at a scale or fragment bug.
+        col_block = _block_of(cols, SF_VEC_SIZE)
         if col_block is not None and len(cols) > 1:
-            out.append(f"confined to columns {col_block * BLOCK}-{col_block * BLOCK + BLOCK - 1} (one 16-column block)")
-        row_block = _block_of(rows, BLOCK)
+            out.append(f"confined to columns {col_block * SF_VEC_SIZE}-{col_block * SF_VEC_SIZE + SF_VEC_SIZE - 1} "
+                       "(one 16-column block)")
+        row_block = _block_of(rows, SF_VEC_SIZE)
         if row_block is not None and len(rows) > 1:
-            out.append(f"confined to rows {row_block * BLOCK}-{row_block * BLOCK + BLOCK - 1} (one 16-row block)")
+            out.append(f"confined to rows {row_block * SF_VEC_SIZE}-{row_block * SF_VEC_SIZE + SF_VEC_SIZE - 1} "
+                       "(one 16-row block)")
     return out
 
 
+def _element(g, e, idx, group) -> dict:
+    row, col, batch = (int(i) for i in idx)
+    return {"abs_err": float((g[row, col, batch] - e[row, col, batch]).abs()), "got": float(g[row, col, batch]),
+            "expected": float(e[row, col, batch]), "row": row, "col": col, "batch": batch, "group": group}
+
+
 def _compare(got, expected, rtol, atol, group=None):
-    """(mask, worst dict or None, error string or None) for one output tensor."""
+    """(mask, worst, first, error) for one output tensor: worst and first are element dicts or None, error a
+    string or None."""
     name = "output" if group is None else f"group {group} output"
     if not torch.is_tensor(got):
-        return None, None, f"{name} is {type(got).__name__}, expected a tensor"
+        return None, None, None, f"{name} is {type(got).__name__}, expected a tensor"
     if tuple(got.shape) != tuple(expected.shape):
-        return None, None, f"{name} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        return None, None, None, f"{name} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
     if got.dtype != expected.dtype:
-        return None, None, f"{name} has dtype {got.dtype}, expected {expected.dtype}"
+        return None, None, None, f"{name} has dtype {got.dtype}, expected {expected.dtype}"
     got = got.to(expected.device)
     bad = mismatch_mask(got, expected, rtol, atol)
     if not bool(bad.any()):
-        return bad, None, None
+        return bad, None, None, None
     g, e = got.float(), expected.float()
     err = (g - e).abs()
     # Non-finite mismatches rank above every finite error.
     err = torch.where(bad & ~torch.isfinite(err), torch.full_like(err, float("inf")), err)
     err = torch.where(bad, torch.nan_to_num(err, nan=float("inf")), torch.full_like(err, -1.0))
-    flat = int(torch.argmax(err))
-    idx = list(torch.unravel_index(torch.tensor(flat), bad.shape))
-    row, col, batch = (int(i) for i in idx)
-    worst = {"abs_err": float((g[row, col, batch] - e[row, col, batch]).abs()),
-             "got": float(g[row, col, batch]), "expected": float(e[row, col, batch]),
-             "row": row, "col": col, "batch": batch, "group": group}
-    return bad, worst, None
+    worst = _element(g, e, torch.unravel_index(torch.argmax(err), bad.shape), group)
+    first = _element(g, e, torch.nonzero(bad)[0], group)  # lexicographic: lowest row, then column, then batch
+    return bad, worst, first, None
 
 
 def check_output(problem, output, expected, rtol: Optional[float] = None, atol: Optional[float] = None) -> CheckResult:
@@ -178,11 +197,11 @@ def check_output(problem, output, expected, rtol: Optional[float] = None, atol: 
     else:
         pairs = [(output, expected, None)]
 
-    total, mismatches, worst, patterns, bad_groups = 0, 0, None, [], []
+    total, mismatches, worst, first, patterns, bad_groups = 0, 0, None, None, [], []
     per_group_patterns = {}
     nonfinite = 0
     for got, exp, group in pairs:
-        bad, w, error = _compare(got, exp, rtol, atol, group)
+        bad, w, f, error = _compare(got, exp, rtol, atol, group)
         if error:
             return CheckResult(False, error=error, total=sum(e.numel() for _, e, _ in pairs))
         total += exp.numel()
@@ -195,6 +214,7 @@ def check_output(problem, output, expected, rtol: Optional[float] = None, atol: 
             nonfinite += int((bad & ~finite).sum())
             if worst is None or w["abs_err"] > worst["abs_err"] or w["abs_err"] != w["abs_err"]:
                 worst = w
+            first = first or f
     if mismatches == 0:
         return CheckResult(True, 0, total)
     if len(pairs) > 1:
@@ -208,4 +228,4 @@ def check_output(problem, output, expected, rtol: Optional[float] = None, atol: 
         patterns.extend(per_group_patterns[bad_groups[0]])
     if nonfinite:
         patterns.append(f"{nonfinite} NaN/inf where the reference has none (or vice versa)")
-    return CheckResult(False, mismatches, total, worst, patterns)
+    return CheckResult(False, mismatches, total, worst, first, patterns)

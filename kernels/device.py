@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.metadata
+import platform
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
@@ -84,15 +85,33 @@ def peak_for_name(device_name: str) -> Optional[GpuPeak]:
     return None
 
 
+def _version(dist: str) -> Optional[str]:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform reports."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
 def device_info(device=None) -> dict:
-    """{"device", "cuda_available", "torch"} plus, for a CUDA device, its name, capability and peak row."""
+    """{"device", "cuda_available", "torch", "cute_dsl", "cpu"} plus, for a CUDA device, its name, capability
+    and peak row. Versions come from the installed packages' metadata (nothing is imported)."""
     devices = cuda_devices()
     device = str(device or ("cuda" if devices else "cpu"))
-    try:
-        torch_version = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch_version = None
-    info = {"device": device, "cuda_available": bool(devices), "torch": torch_version}
+    info = {"device": device, "cuda_available": bool(devices), "torch": _version("torch"),
+            "cute_dsl": _version("nvidia-cutlass-dsl"), "cpu": cpu_name()}
     index = cuda_index(device)
     if index is not None and index < len(devices):
         dev = devices[index]

@@ -15,9 +15,14 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-from .problems import SF_VEC_SIZE  # noqa: E402,F401 (16 K elements share one e4m3 scale; defined torch-free there)
+if TYPE_CHECKING:
+    import torch
+
+# The bottom of kernels/: this module imports nothing from the package, and torch only inside the functions
+# that use it, so the problem metadata and the kernels read the constants below without importing torch.
+SF_VEC_SIZE = 16  # K elements that share one e4m3 scale
 ATOM_ROWS = 128  # rows of one scale atom (32 x 4)
 ATOM_COLS = 4  # scale columns of one scale atom
 
@@ -32,6 +37,7 @@ def ceil_div(a: int, b: int) -> int:
 
 def as_bytes(t: torch.Tensor) -> torch.Tensor:
     """uint8 view of a packed fp4 (or any 1-byte) tensor, same shape and strides."""
+    import torch
     if t.dtype == torch.uint8:
         return t
     if t.element_size() != 1:
@@ -40,6 +46,7 @@ def as_bytes(t: torch.Tensor) -> torch.Tensor:
 
 
 def _lut(device) -> torch.Tensor:
+    import torch
     return torch.tensor(E2M1_VALUES, dtype=torch.float32, device=device)
 
 
@@ -48,6 +55,7 @@ _byte_luts: dict = {}
 
 def _byte_lut(device, dtype) -> torch.Tensor:
     """[256, 2]: the two decoded values (low nibble first) of every byte value (cached)."""
+    import torch
     key = (str(device), dtype)
     if key not in _byte_luts:
         lut = _lut(device)
@@ -58,12 +66,14 @@ def _byte_lut(device, dtype) -> torch.Tensor:
 
 def unpack_e2m1_codes(packed: torch.Tensor) -> torch.Tensor:
     """[..., K/2] packed bytes -> [..., K] uint8 codes (0..15), low nibble first."""
+    import torch
     b = as_bytes(packed)
     return torch.stack((b & 0x0F, b >> 4), dim=-1).flatten(-2)
 
 
 def pack_e2m1_codes(codes: torch.Tensor) -> torch.Tensor:
     """[..., K] codes 0..15 (K even) -> [..., K/2] uint8, element 0 in the low nibble."""
+    import torch
     if codes.shape[-1] % 2:
         raise ValueError(f"last dimension must be even to pack two codes a byte, got {codes.shape[-1]}")
     c = codes.to(torch.uint8)
@@ -73,10 +83,11 @@ def pack_e2m1_codes(codes: torch.Tensor) -> torch.Tensor:
     return pairs[..., 0] | (pairs[..., 1] << 4)
 
 
-def decode_e2m1(packed: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
-    """[..., K/2] packed fp4 -> [..., K] values."""
+def decode_e2m1(packed: torch.Tensor, dtype=None) -> torch.Tensor:
+    """[..., K/2] packed fp4 -> [..., K] values (float32 unless dtype says otherwise)."""
+    import torch
     b = as_bytes(packed)
-    lut = _byte_lut(b.device, dtype)
+    lut = _byte_lut(b.device, torch.float32 if dtype is None else dtype)
     # One gather per byte (not per nibble): half the index traffic of a 16-entry table.
     try:
         return lut[b.int()].flatten(-2)  # int32 indices: half the memory of int64
@@ -90,6 +101,7 @@ def encode_e2m1(values: torch.Tensor) -> torch.Tensor:
     Raises ValueError for any value that is not one of the 16 e2m1 values: this is a
     format helper for tests and tools, not a quantizer.
     """
+    import torch
     v = values.float()
     lut = _lut(v.device)
     match = v.abs().unsqueeze(-1) == lut[:8]  # magnitude codes 0..7; sign bit added below
@@ -100,28 +112,25 @@ def encode_e2m1(values: torch.Tensor) -> torch.Tensor:
     return pack_e2m1_codes(codes)
 
 
-def decode_e4m3(scales: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
-    """float8_e4m3fn (or its uint8 view) -> float values."""
+def decode_e4m3(scales: torch.Tensor, dtype=None) -> torch.Tensor:
+    """float8_e4m3fn (or its uint8 view) -> float values (float32 unless dtype says otherwise)."""
+    import torch
     if scales.dtype == torch.uint8:
         scales = scales.view(torch.float8_e4m3fn)
-    return scales.to(dtype)
+    return scales.to(torch.float32 if dtype is None else dtype)
 
 
-def encode_e4m3(values: torch.Tensor) -> torch.Tensor:
-    """Round to nearest e4m3 (torch's cast, saturating behaviour is torch's)."""
-    return values.to(torch.float8_e4m3fn)
-
-
-def dequantize(packed: torch.Tensor, scales: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
+def dequantize(packed: torch.Tensor, scales: torch.Tensor, dtype=None) -> torch.Tensor:
     """Block-scaled fp4 -> values: [R, K/2] packed with [R, K/16] e4m3 scales -> [R, K].
 
     Each product e2m1 * e4m3 is exact in fp32, bf16 and fp16, so the dtype only
-    matters for the matmul that follows.
+    matters for the matmul that follows (float32 unless dtype says otherwise).
     """
     vals = decode_e2m1(packed, dtype)
     rows, k = vals.shape[-2], vals.shape[-1]
     if scales.shape[-1] * SF_VEC_SIZE != k or scales.shape[-2] != rows:
-        raise ValueError(f"scales {tuple(scales.shape)} do not match data [{rows}, {k}] with 16-element blocks")
+        raise ValueError(f"scales {tuple(scales.shape)} do not match data [{rows}, {k}] "
+                         f"with {SF_VEC_SIZE}-element blocks")
     # Multiplying in ``dtype`` is exact (see above), so no float32 detour is needed.
     out = vals.unflatten(-1, (-1, SF_VEC_SIZE)) * decode_e4m3(scales, dtype).unsqueeze(-1)
     return out.flatten(-2)
@@ -140,6 +149,7 @@ def to_permuted(sf: torch.Tensor) -> torch.Tensor:
     The returned tensor is a view whose storage is contiguous in the physical order
     (L, rest_mn, rest_k, 32, 4, 4), i.e. the bytes a TMA / S2T copy expects.
     """
+    import torch
     mn, sf_k, l = sf.shape
     rest_mn, rest_k = ceil_div(mn, ATOM_ROWS), ceil_div(sf_k, ATOM_COLS)
     bytes_ = as_bytes(sf) if sf.element_size() == 1 else sf

@@ -1,6 +1,6 @@
 """The four NVFP4 problems as code: shapes, inputs, reference, flop and byte counts.
 
-Shapes are plain dicts:
+Shapes are plain dicts (kernels/shapes.py writes, parses and bounds them):
 - gemv:        {"m", "k", "l"}                 (N is 1; b is padded to 128 rows)
 - gemm:        {"m", "n", "k", "l"}
 - dual_gemm:   {"m", "n", "k", "l"}
@@ -19,72 +19,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import ShapeError, UnknownProblem
+from .formats import SF_VEC_SIZE, to_permuted
+from .shapes import MAX_BATCH, MAX_DIM, MAX_GROUPS, check_k, check_range, reject_extra, shape_int
 
-# torch, formats and reference are imported inside the functions that build or reduce tensors: the problem
-# metadata (names, shapes, validation, flop and byte counts) is what `kernels list` needs, without torch's 1.3 s.
-SF_VEC_SIZE = 16  # K elements per e4m3 scale (kernels.SF_VEC_SIZE)
+# torch and reference are imported inside the functions that build or reduce tensors: the problem metadata
+# (names, shapes, validation, flop and byte counts) is what `kernels list` needs, without torch's 1.3 s.
 
 DEFAULT_SEED = 1111
 RTOL = 1e-3
 ATOL = 1e-3
-# Documented bounds on every dimension (the HTTP API relies on them to refuse silly requests).
-MAX_DIM = 65536
-MAX_BATCH = 64
-MAX_GROUPS = 64
 
 
 def default_device() -> str:
     import torch
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def shape_str(shape: dict) -> str:
-    """Shape dict -> the CLI form, e.g. 'm=128,n=7168,k=16384,l=1' or 'm=80/176,n=4096,k=7168'."""
-    parts = []
-    for key, val in shape.items():
-        if isinstance(val, (list, tuple)):
-            # group_gemm: one n / k for all groups is written once (the CLI accepts both forms)
-            val = val[0] if key != "m" and len(set(val)) == 1 else "/".join(map(str, val))
-        parts.append(f"{key}={val}")
-    return ",".join(parts)
-
-
-def parse_shape(text: str) -> dict:
-    """'m=128,n=256,k=512' -> {'m': 128, ...}; 'ms=80/176' -> {'ms': [80, 176]}."""
-    shape = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, val = part.partition("=")
-        if not sep or not key or not val:
-            raise ShapeError(f"bad shape item '{part}' in '{text}' (expected key=value, e.g. m=128,n=256,k=512)")
-        try:
-            nums = [int(v) for v in val.split("/")]
-        except ValueError:
-            raise ShapeError(f"bad shape value '{val}' for '{key}' (expected integers, '/' between groups)") from None
-        shape[key.strip()] = nums if "/" in val else nums[0]
-    if not shape:
-        raise ShapeError("empty --shape")
-    return shape
-
-
-def _int(shape: dict, key: str, problem: str, default=None) -> int:
-    if key not in shape:
-        if default is not None:
-            return default
-        raise ShapeError(f"{problem}: shape needs '{key}' (got {shape_str(shape) or 'nothing'})")
-    val = shape[key]
-    if isinstance(val, bool) or not isinstance(val, int):
-        raise ShapeError(f"{problem}: '{key}' must be an integer, got {val!r}")
-    return val
-
-
-def _check_range(problem: str, key: str, val: int, hi: int) -> None:
-    if not 1 <= val <= hi:
-        raise ShapeError(f"{problem}: {key}={val} is outside 1..{hi}")
-
-
-def _check_k(problem: str, k: int, multiple: int, where: str = "") -> None:
-    if k % multiple:
-        raise ShapeError(f"{problem}: K={k}{where} must be a multiple of {multiple}")
 
 
 # ------------------------------------------------------------ input building blocks
@@ -203,19 +151,18 @@ class Problem:
 
 class Gemv(Problem):
     def validate_shape(self, shape):
-        m, k = _int(shape, "m", self.name), _int(shape, "k", self.name)
-        l = _int(shape, "l", self.name, default=1)
-        _reject_extra(self.name, shape, {"m", "k", "l", "n"})
+        m, k = shape_int(shape, "m", self.name), shape_int(shape, "k", self.name)
+        l = shape_int(shape, "l", self.name, default=1)
+        reject_extra(self.name, shape, {"m", "k", "l", "n"})
         if "n" in shape and shape["n"] != 1:
             raise ShapeError(f"gemv: N is always 1 (got n={shape['n']})")
         for key, val in (("m", m), ("k", k)):
-            _check_range(self.name, key, val, MAX_DIM)
-        _check_range(self.name, "l", l, MAX_BATCH)
-        _check_k(self.name, k, 64)
+            check_range(self.name, key, val, MAX_DIM)
+        check_range(self.name, "l", l, MAX_BATCH)
+        check_k(self.name, k, 64)
         return {"m": m, "k": k, "l": l}
 
     def _build(self, s, gen, device):
-        from .formats import to_permuted
         m, k, l = s["m"], s["k"], s["l"]
         sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "small_low_nibble")
@@ -254,17 +201,16 @@ class Gemm(Problem):
     k_multiple = 256
 
     def validate_shape(self, shape):
-        m, n, k = (_int(shape, key, self.name) for key in ("m", "n", "k"))
-        l = _int(shape, "l", self.name, default=1)
-        _reject_extra(self.name, shape, {"m", "n", "k", "l"})
+        m, n, k = (shape_int(shape, key, self.name) for key in ("m", "n", "k"))
+        l = shape_int(shape, "l", self.name, default=1)
+        reject_extra(self.name, shape, {"m", "n", "k", "l"})
         for key, val in (("m", m), ("n", n), ("k", k)):
-            _check_range(self.name, key, val, MAX_DIM)
-        _check_range(self.name, "l", l, MAX_BATCH)
-        _check_k(self.name, k, self.k_multiple)
+            check_range(self.name, key, val, MAX_DIM)
+        check_range(self.name, "l", l, MAX_BATCH)
+        check_k(self.name, k, self.k_multiple)
         return {"m": m, "n": n, "k": k, "l": l}
 
     def _build(self, s, gen, device):
-        from .formats import to_permuted
         m, n, k, l = s["m"], s["n"], s["k"], s["l"]
         sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "all_codes")
@@ -286,7 +232,7 @@ class Gemm(Problem):
 
     def input_bytes(self, s):
         return s["l"] * (_packed_bytes(s["m"], s["k"]) + _packed_bytes(s["n"], s["k"])
-                         + (_pad128(s["m"]) + _pad128(s["n"])) * s["k"] // 16 + 2 * s["m"] * s["n"])
+                         + (_pad128(s["m"]) + _pad128(s["n"])) * s["k"] // SF_VEC_SIZE + 2 * s["m"] * s["n"])
 
     def output_elements(self, s):
         return s["m"] * s["n"] * s["l"]
@@ -301,7 +247,6 @@ class Gemm(Problem):
 
 class DualGemm(Gemm):
     def _build(self, s, gen, device):
-        from .formats import to_permuted
         m, n, k, l = s["m"], s["n"], s["k"], s["l"]
         sf_k = k // SF_VEC_SIZE
         a = _fp4(gen, device, l, m, k, "sign_and_2lsb")
@@ -325,7 +270,7 @@ class DualGemm(Gemm):
     def input_bytes(self, s):
         # The gemm count plus the second B operand (data, plain and padded permuted scales).
         n_pad = _pad128(s["n"])
-        return super().input_bytes(s) + s["l"] * (_packed_bytes(s["n"], s["k"]) + n_pad * s["k"] // 16)
+        return super().input_bytes(s) + s["l"] * (_packed_bytes(s["n"], s["k"]) + n_pad * s["k"] // SF_VEC_SIZE)
 
     def operand_elements(self, s):
         return (s["m"] + 2 * s["n"]) * s["k"]
@@ -337,7 +282,7 @@ class DualGemm(Gemm):
 
 class GroupGemm(Problem):
     def validate_shape(self, shape):
-        _reject_extra(self.name, shape, {"m", "ms", "n", "k", "g", "l"})
+        reject_extra(self.name, shape, {"m", "ms", "n", "k", "g", "l"})
         ms = shape.get("m", shape.get("ms"))
         if ms is None:
             raise ShapeError("group_gemm: shape needs the per-group M list, e.g. ms=80/176/128")
@@ -362,16 +307,15 @@ class GroupGemm(Problem):
             for i, v in enumerate(vals):
                 if isinstance(v, bool) or not isinstance(v, int):
                     raise ShapeError(f"group_gemm: {key}[{i}] must be an integer, got {v!r}")
-                _check_range(self.name, f"{key}[{i}]", v, MAX_DIM)
+                check_range(self.name, f"{key}[{i}]", v, MAX_DIM)
         for i, k in enumerate(dims["k"]):
-            _check_k(self.name, k, 256, f" (group {i})")
+            check_k(self.name, k, 256, f" (group {i})")
         return {key: [int(v) for v in vals] for key, vals in dims.items()}
 
     def groups(self, s):
         return list(zip(s["m"], s["n"], s["k"]))
 
     def _build(self, s, gen, device):
-        from .formats import to_permuted
         abc, sf_plain, sf_perm, sizes = [], [], [], []
         for m, n, k in self.groups(s):
             sf_k = k // SF_VEC_SIZE
@@ -408,12 +352,6 @@ class GroupGemm(Problem):
     def shape_of(self, data):
         sizes = data[3]
         return {"m": [s[0] for s in sizes], "n": [s[1] for s in sizes], "k": [s[2] for s in sizes]}
-
-
-def _reject_extra(problem: str, shape: dict, allowed: set) -> None:
-    extra = sorted(set(shape) - allowed)
-    if extra:
-        raise ShapeError(f"{problem}: unknown shape key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})")
 
 
 # ---------------------------------------------------------------- shape lists

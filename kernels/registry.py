@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .device import cuda_devices, cuda_index, device_info
-from .errors import BackendUnavailable, UnknownBackend
+from .errors import BackendUnavailable, KernelsError, UnknownBackend
 from .problems import get_problem, list_problems
+from .shapes import shape_str
 
 # Packages discovered lazily; each one's __init__ only calls register_backend.
 KERNEL_PACKAGES = ("kernels.sm90", "kernels.sm100")
@@ -79,6 +80,12 @@ class Backend:
             return (f"needs compute capability {want[0]}.{want[1]}; this GPU ({have.name}) "
                     f"is {have.capability[0]}.{have.capability[1]}")
         return None
+
+    def failure(self, exc: Exception, shape: dict) -> KernelsError:
+        """The one-line error for an exception the backend raised on ``shape``."""
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        return KernelsError(f"backend '{self.name}' failed on {self.problem} {shape_str(shape)}: "
+                            f"{type(exc).__name__}: {first}")
 
     def as_dict(self, device=None) -> dict:
         reason = self.unavailable_reason(device)

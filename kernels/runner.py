@@ -3,6 +3,9 @@
 
     run(problem, backend, shapes=..., check=True, bench=False, seed=1111) -> results per shape
 
+``backend`` is a registered backend's name, or a backend object such as ``kernels.submission.FileBackend``
+(a kernel file; only the command line builds one: a name never loads a file).
+
 Only one run at a time per process (a run occupies the GPU and its memory): ``run``
 try-acquires a process-wide slot and raises ``Busy`` at once if another run holds it.
 Every user-fixable problem raises a ``KernelsError`` subclass with a one-line message.
@@ -20,7 +23,8 @@ from . import bench as benchmod
 from . import reference as refmod
 from .check import check_output
 from .errors import BackendUnavailable, Busy, KernelsError, MemoryBudgetError
-from .problems import DEFAULT_SEED, get_problem, parse_shape, shape_str
+from .problems import DEFAULT_SEED, get_problem
+from .shapes import shape_str
 from .device import device_info
 from .registry import get_backend
 
@@ -56,58 +60,6 @@ def _parse_device(device) -> torch.device:
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
         raise KernelsError(f"device {device} does not exist ({torch.cuda.device_count()} CUDA device(s) here)")
     return device
-
-
-# Bounds on what an HTTP request may ask for (shapes are bounded by Problem.validate_shape).
-MAX_REQUEST_SHAPES = 16
-MAX_REQUEST_INPUTS = 100
-MAX_REQUEST_REPEATS = 20
-REQUEST_KEYS = {"backend", "shape", "shapes", "check", "bench", "seed", "inputs", "repeats"}
-
-
-def run_request(problem: str, body: dict, progress=None) -> dict:
-    """Validate a JSON request body (the HTTP API's) and run it; errors are KernelsError.
-
-    body: {"backend": str, "shape": {..} | "m=..,n=.." | "tests" | "benchmarks" (default "tests"),
-           "check": bool (default true unless bench), "bench": bool, "seed": int,
-           "inputs": int <= 100, "repeats": int <= 20}
-    """
-    if not isinstance(body, dict):
-        raise KernelsError("request body must be a JSON object")
-    extra = sorted(set(body) - REQUEST_KEYS)
-    if extra:
-        raise KernelsError(f"unknown request field(s): {', '.join(extra)} (allowed: {', '.join(sorted(REQUEST_KEYS))})")
-    backend = body.get("backend")
-    if not isinstance(backend, str) or not backend:
-        raise KernelsError("request needs 'backend' (a backend name, see GET /kernels)")
-    shapes = body.get("shapes", body.get("shape", "tests"))
-    if isinstance(shapes, str) and shapes not in ("tests", "benchmarks"):
-        shapes = [parse_shape(shapes)]  # the CLI's 'k=v,...' form
-    elif isinstance(shapes, dict):
-        shapes = [shapes]
-    if isinstance(shapes, list):
-        if not 1 <= len(shapes) <= MAX_REQUEST_SHAPES or not all(isinstance(x, dict) for x in shapes):
-            raise KernelsError(f"'shapes' must be 1..{MAX_REQUEST_SHAPES} shape objects")
-    elif shapes not in ("tests", "benchmarks"):
-        raise KernelsError("'shape' must be an object, a 'k=v,...' string, 'tests' or 'benchmarks'")
-
-    def _int(key, default, lo, hi):
-        val = body.get(key, default)
-        if isinstance(val, bool) or not isinstance(val, int) or not lo <= val <= hi:
-            raise KernelsError(f"'{key}' must be an integer in {lo}..{hi}")
-        return val
-
-    def _bool(key, default):
-        val = body.get(key, default)
-        if not isinstance(val, bool):
-            raise KernelsError(f"'{key}' must be true or false")
-        return val
-
-    bench = _bool("bench", False)
-    check = _bool("check", not bench)
-    return run(problem, backend, shapes, check=check, bench=bench, seed=_int("seed", DEFAULT_SEED, 0, 2**31 - 1),
-               bench_inputs=_int("inputs", DEFAULT_BENCH_INPUTS, 1, MAX_REQUEST_INPUTS),
-               bench_repeats=_int("repeats", DEFAULT_BENCH_REPEATS, 1, MAX_REQUEST_REPEATS), progress=progress)
 
 
 def _free_bytes(device: torch.device) -> int:
@@ -147,7 +99,7 @@ def _resolve_shapes(problem, shapes) -> list:
 
 @contextlib.contextmanager
 def _backend_errors(backend, shape):
-    """Turn a backend crash into a one-line KernelsError naming the backend and shape."""
+    """Turn a backend crash into the backend's one-line KernelsError naming it and the shape."""
     try:
         yield
     except KernelsError:
@@ -156,39 +108,49 @@ def _backend_errors(backend, shape):
         raise MemoryBudgetError(f"{backend.problem} {shape_str(shape)}: backend '{backend.name}' "
                                 "ran out of GPU memory") from None
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise KernelsError(f"backend '{backend.name}' failed on {backend.problem} {shape_str(shape)}: "
-                           f"{type(exc).__name__}: {first}") from exc
+        raise backend.failure(exc, shape) from exc
 
 
-def run(problem: str, backend: str, shapes: Union[None, str, dict, Iterable[dict]] = None, *,
+def run(problem: str, backend, shapes: Union[None, str, dict, Iterable[dict]] = None, *,
         check: bool = True, bench: bool = False, seed: int = DEFAULT_SEED, device=None,
         bench_inputs: int = DEFAULT_BENCH_INPUTS, bench_repeats: int = DEFAULT_BENCH_REPEATS,
-        measure_bandwidth: bool = True, progress: Optional[Callable[[str], None]] = None) -> dict:
-    """Run ``backend`` on ``problem`` for ``shapes`` ("tests", "benchmarks", one dict or a list).
+        measure_bandwidth: bool = True, compare_with: Optional[str] = None,
+        progress: Optional[Callable[[str], None]] = None) -> dict:
+    """Run ``backend`` (a registered name or a backend object) on ``problem`` for ``shapes`` ("tests",
+    "benchmarks", one dict or a list). ``compare_with``: a registered backend timed on the same inputs
+    when benchmarking (e.g. "torch"), giving each shape's speed-up over it.
 
-    Returns {"problem", "backend", "device", "seed", "ok", "results": [per shape]} where each
-    result has "shape", "check" (CheckResult.as_dict()) and/or "bench" (µs, TFLOP/s, GB/s, SOL).
+    Returns {"problem", "backend", "device", "seed", "ok", "results": [per shape]} (plus "kernel_file" for a
+    kernel file) where each result has "shape", "check" (CheckResult.as_dict()) and/or "bench" (µs,
+    TFLOP/s, GB/s, SOL, and "vs" {backend, us, speedup} with ``compare_with``).
     """
     with run_slot():
         return _run(problem, backend, shapes, check, bench, seed, device, bench_inputs, bench_repeats,
-                    measure_bandwidth, progress or (lambda msg: None))
+                    measure_bandwidth, compare_with, progress or (lambda msg: None))
 
 
-def _run(problem_name, backend_name, shapes, check, bench, seed, device, bench_inputs, bench_repeats,
-         measure_bandwidth, progress) -> dict:
+def _run(problem_name, backend, shapes, check, bench, seed, device, bench_inputs, bench_repeats,
+         measure_bandwidth, compare_with, progress) -> dict:
     problem = get_problem(problem_name)
-    backend = get_backend(problem_name, backend_name)
+    if isinstance(backend, str):
+        backend = get_backend(problem_name, backend)
+    elif backend.problem != problem.name:
+        raise KernelsError(f"backend '{backend.name}' is for {backend.problem}, not {problem.name}")
+    vs_backend = None
+    if bench and compare_with and compare_with != backend.name:
+        vs_backend = get_backend(problem_name, compare_with)
     device = _parse_device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise BackendUnavailable("device 'cuda' requested but torch sees no CUDA GPU here")
-    why_not = backend.unavailable_reason(device)
-    if why_not:
-        raise BackendUnavailable(f"backend '{backend.name}' for {problem.name} cannot run here: {why_not}")
+    for b in filter(None, (backend, vs_backend)):
+        why_not = b.unavailable_reason(device)
+        if why_not:
+            raise BackendUnavailable(f"backend '{b.name}' for {problem.name} cannot run here: {why_not}")
     if not check and not bench:
         check = True
     shape_list = _resolve_shapes(problem, shapes)
     fn = backend.load()
+    against = (vs_backend, vs_backend.load()) if vs_backend else None
 
     info = device_info(device)
     peak = benchmod.device_peak(device)
@@ -203,10 +165,13 @@ def _run(problem_name, backend_name, shapes, check, bench, seed, device, bench_i
     for i, shape in enumerate(shape_list, 1):
         label = f"[{i}/{len(shape_list)}] {problem.name} {shape_str(shape)}"
         results.append(_run_one(problem, backend, fn, shape, check, bench, seed, device, bench_inputs,
-                                bench_repeats, peak, bandwidth, lambda msg: progress(f"{label}: {msg}")))
+                                bench_repeats, peak, bandwidth, against, lambda msg: progress(f"{label}: {msg}")))
     ok = all(r["check"]["ok"] for r in results if r.get("check"))
-    return {"problem": problem.name, "backend": backend.name, "device": info, "seed": seed,
-            "ok": ok, "results": results}
+    out = {"problem": problem.name, "backend": backend.name, "device": info, "seed": seed, "ok": ok,
+           "results": results}
+    if getattr(backend, "file_info", None):
+        out["kernel_file"] = backend.file_info
+    return out
 
 
 def _plan_memory(problem, shape, device, check, n_inputs) -> int:
@@ -226,7 +191,7 @@ def _plan_memory(problem, shape, device, check, n_inputs) -> int:
 
 
 def _run_one(problem, backend, fn, shape, check, bench, seed, device, bench_inputs, bench_repeats,
-             peak, bandwidth, progress) -> dict:
+             peak, bandwidth, against, progress) -> dict:
     n_inputs = _plan_memory(problem, shape, device, check, bench_inputs if bench else 1)
     result = {"shape": shape, "shape_str": shape_str(shape), "flops": problem.flops(shape),
               "bytes": problem.bytes_moved(shape)}
@@ -256,6 +221,12 @@ def _run_one(problem, backend, fn, shape, check, bench, seed, device, bench_inpu
         inputs = [problem.generate_input(shape, seed + SEED_STEP * j, device) for j in range(n_inputs)]
         with _backend_errors(backend, shape):
             timing = benchmod.time_calls(fn, inputs, device, bench_repeats, progress)
+        if against:  # the same inputs, the same harness
+            other, other_fn = against
+            progress(f"timing '{other.name}' on the same inputs")
+            with _backend_errors(other, shape):
+                us = benchmod.time_calls(other_fn, inputs, device, bench_repeats)["us"]
+            timing["vs"] = {"backend": other.name, "us": us, "speedup": us / timing["us"]}
         del inputs
         timing.update(benchmod.rates(result["flops"], result["bytes"], timing["us"]))
         if peak is not None:

@@ -29,3 +29,4 @@ fi
 pip install -c .venv/torch-constraint.txt -e ".[test,cute]"
 .venv/bin/python -c 'import brain, kernels, api, cli' || { echo "package import failed" >&2; exit 1; }
 echo "$want" > "$stamp"
+echo "set-up done in ${SECONDS} s [load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') (1/5/15 min) on $(nproc 2>/dev/null || echo '?') cores]" >&2

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from brain import BrainError
+from brain import MAX_K, BrainError
 from brain.attempts import Attempts
 from brain.attempts.extract import extract
 from brain.attempts.relations import conflicts, supersession
@@ -130,7 +130,7 @@ def test_sm90_worklog_sections_supersede_each_other():
              ("3.", "7.", "8.") and by_id[a]["start_line"] in (58, 296, 420)}
     assert chain == {"3.": "7.", "7.": "8.", "8.": "9."}
     v3 = next(r for r in recs if r["start_line"] == 58)
-    assert v3["end_line"] >= 173  # the "where the time goes now (v3)" analysis is part of the superseded record
+    assert v3["end_line"] == 157  # its "Final table" is part of it, up to the attempt inside it: no nesting
 
 
 GOOD = {"title": "pipeline stages 1 -> 3 on the dual gemm", "verdict": "regressed", "problem": "dual_gemm",
@@ -196,9 +196,9 @@ def test_brain_syncs_finds_writes_and_supersedes(toy_brain):
     out = brain.record({**GOOD, "problem": "gemm", "supersedes": old})
     assert out["source"].startswith("pipeline-stages-1-3-on-the-dual-gemm-") and out["corpus"] == "records"
     assert (records / out["source"]).exists()
-    active = {r["id"] for r in att.find(k=100)["results"]}
+    active = {r["id"] for r in att.find(k=MAX_K)["results"]}
     assert old not in active and out["id"] in active
-    everything = {r["id"]: r for r in att.find(include_superseded=True, k=100)["results"]}
+    everything = {r["id"]: r for r in att.find(include_superseded=True, k=MAX_K)["results"]}
     assert everything[old]["status"] == "superseded" and everything[old]["superseded_by"] == out["id"]
     assert old in everything[out["id"]]["supersedes"]
     new = everything[out["id"]]
@@ -218,13 +218,13 @@ def test_brain_syncs_finds_writes_and_supersedes(toy_brain):
     assert sorted(records.iterdir()) == before
 
     # ids survive a re-ingest; a deleted worklog takes its records with it
-    ids = {r["id"] for r in att.find(include_superseded=True, k=100)["results"]}
+    ids = {r["id"] for r in att.find(include_superseded=True, k=MAX_K)["results"]}
     brain.ingest([CorpusSpec("logs", folder)])
-    assert {r["id"] for r in att.find(include_superseded=True, k=100)["results"]} == ids
+    assert {r["id"] for r in att.find(include_superseded=True, k=MAX_K)["results"]} == ids
     (folder / "toy.md").unlink()
     (folder / "other.md").write_text("# other\n\nnothing tried here\n")
     brain.ingest([CorpusSpec("logs", folder)])
-    left = att.find(include_superseded=True, k=100)["results"]
+    left = att.find(include_superseded=True, k=MAX_K)["results"]
     assert left and all(r["corpus"] == "records" for r in left)
 
 
@@ -265,3 +265,186 @@ def test_cli_record_attempts_and_conflicts(toy_brain, monkeypatch, capsys, tmp_p
     pairs = json.loads(capsys.readouterr().out)["conflicts"]
     assert any(out["id"] in (c["a"]["id"], c["b"]["id"]) for c in pairs)
     assert main(["attempts", "--verdict", "nope"]) == 2 and "unknown verdict" in capsys.readouterr().err
+
+
+# ---- issue 26: how public kernel worklogs are written ---------------------------------------------------------
+
+PROGRESSION = """# How to optimize a matmul
+
+All numbers on an A6000, fp32, M=N=K=4096.
+
+## Kernel 1: Naive
+One thread per output. This kernel achieves 309 GFLOPs/s (1.3% of cuBLAS).
+
+## Kernel 2: Global memory coalescing
+### Problem
+Threads of a warp read a column each.
+### Results
+We get 1986.5 GFLOPs/s.
+
+## Kernel 3: Register tiling
+Each thread computes 8 outputs. This is 2.2x faster than kernel 2.
+
+## Results
+
+| Kernel | GFLOPs/s | Relative to cuBLAS |
+|---|---|---|
+| 1: Naive | 309.0 | 1.3% |
+| 2: GMEM coalescing | 1986.5 | 8.5% |
+| 3: Register tiling | 4370.0 | 18.8% |
+"""
+
+
+def test_numbered_steps_chain_their_baselines_and_join_the_results_table():
+    recs = extract(PROGRESSION, "p.md", "t")
+    assert [r.title for r in recs] == ["Kernel 1: Naive", "Kernel 2: Global memory coalescing",
+                                       "Kernel 3: Register tiling"]  # "How to" titles exclude nothing
+    one, two, three = recs
+    assert one.verdict == "inconclusive" and one.figure is None  # measured, nothing before it
+    assert two.end_line == 13  # its Problem / Results subsections are parts of the step, not records
+    assert (two.figure["before"], two.figure["after"], two.figure["unit"]) == (309.0, 1986.5, "GFLOP/s")
+    assert two.metric == "throughput" and two.better == "higher" and two.verdict == "improved"
+    assert (three.figure["before"], three.figure["after"]) == (1986.5, 4370.0)  # its summary row, not "2.2x"
+    assert two.figures[0] == {k: two.figure[k] for k in ("label", "before", "after", "unit")}
+    assert two.scope == {"gpu": "A6000", "dtype": "fp32", "shape": "M=N=K=4096"}
+
+
+LIGHTNING = """# Competition log
+
+The benchmark reports the fastest (⚡) and slowest (🐌) run of two configurations.
+
+## Baseline
+The reference kernel gives us:
+
+⚡ 3.05 ms 🐌 3.14 ms
+⚡ 13.9 ms 🐌 14.7 ms
+
+## Work
+We compile the whole function. This gives us:
+
+⚡ 2.06 ms 🐌 2.19 ms
+⚡ 10.1 ms 🐌 10.5 ms
+
+A free 33% increase.
+
+We move the weights to fp16 and get:
+
+⚡ 1608 µs 🐌 1716 µs
+⚡ 8.50 ms 🐌 8.58 ms
+
+I tried to branch on the input distribution. This did not yield a performance improvement.
+
+Here are the things I tried that did not work:
+
+Use 2CTA (worse performance)  
+Unroll the epilogue (no change)  
+fp16x2 math (too poor precision)  
+"""
+
+
+def test_measurement_lines_make_steps_and_lists_are_read_item_by_item():
+    recs = {r.start_line: r for r in extract(LIGHTNING, "l.md", "t")}
+    base, compiled, fp16 = recs[5], recs[12], recs[19]  # the section of one measured step starts at its heading
+    assert base.verdict == "inconclusive" and base.figure is None  # "the reference kernel gives us:"
+    assert compiled.end_line == 17 and compiled.verdict == "improved"  # the comment under it belongs to it
+    # the first configuration changes unit (ms -> µs) along the way: the second one decides
+    assert (compiled.figure["before"], compiled.figure["after"], compiled.figure["unit"]) == (13.9, 10.1, "ms")
+    assert (fp16.figure["before"], fp16.figure["after"]) == (10.1, 8.5) and fp16.verdict == "improved"
+    assert recs[24].verdict == "neutral"  # "I tried ...", its outcome in the same paragraph
+    assert [(recs[n].title, recs[n].verdict) for n in (28, 29, 30)] == [
+        ("Use 2CTA", "regressed"), ("Unroll the epilogue", "neutral"), ("fp16x2 math", "failed")]
+    assert not any(r.start_line <= 12 and r.end_line >= 19 for r in recs.values())  # no record holds two steps
+
+
+SWEEP = """# Stencil, part 2
+
+## Loop tiling
+Each thread computes m grid points.
+
+|                         | Speedup | % of target |
+|-------------------------|:-------:|:-----------:|
+| Kernel 1 - Baseline     |   1.00  |    69.4%    |
+| Kernel 2 - tiling m=2   |   0.98  |    68.3%    |
+| Kernel 2 - tiling m=16  |   0.29  |    20.1%    |
+
+## Summary
+We must address a few lingering issues first:
+
+1. Why does m=16 degrade? Perhaps fixing the register spills
+helps.
+2. Try other tile directions.
+"""
+
+
+def test_a_sweep_table_compares_each_row_with_its_named_baseline():
+    recs = extract(SWEEP, "s.md", "t")
+    m2, m16 = (next(r for r in recs if r.start_line == n) for n in (9, 10))
+    assert (m2.figure["before"], m2.figure["after"], m2.metric) == (69.4, 68.3, "percent-of-peak")  # absolute
+    assert (m2.verdict, m16.verdict, any(r.title == "Loop tiling" for r in recs)) == ("neutral", "regressed", False)
+    assert [(r.start_line, r.end_line) for r in recs if r.verdict == "proposed"] == [(15, 16), (17, 17)]
+
+
+def test_figures_read_the_ways_kernel_engineers_write_them():
+    from brain.attempts.figures import text_figures
+    from brain.attempts.tables import table_figures
+
+    def pairs(text, tables=False):
+        lines, n = text.splitlines(), text.count("\n")
+        figs = table_figures(lines, 0, n)[0] if tables else text_figures(lines, 0, n)
+        return [(f.before, f.after, f.unit, f.metric, f.better) for f in figs if f.before is not None]
+    assert pairs("Bandwidth went from 159.2 GB/s to 252.8 GB/s.") == [(159.2, 252.8, "GB/s", "bandwidth", "higher")]
+    assert pairs("Throughput: 610 TFLOPS -> 702 TFLOPS.") == [(610.0, 702.0, "TFLOP/s", "throughput", "higher")]
+    assert pairs("This made it 34% faster.") == [(1.0, 1.34, "x", "speedup", "higher")]
+    assert pairs("We hit 410 TFLOPS. This is an improvement over the 250 TFLOPS of our previous kernel.")[0][:2] == (
+        250.0, 410.0)
+    assert pairs("It runs at 0.17 ms, compared to cuBLAS's 0.008 ms, 20x slower.") == []  # a library is no baseline
+    assert pairs("The consumer loop went from 1,045 to 909 SASS instructions; gemm 74.3 → 72.3 µs.") == [
+        (74.3, 72.3, "us", "latency", "lower")]  # counted in its own noun, no time unit borrowed
+    html = ("<table>\n<tr><th>shape</th><th>before (us)</th><th>after (us)</th></tr>\n"
+            "<tr><td>M=128</td><td>100</td><td>80</td></tr>\n</table>")
+    assert pairs(html, tables=True) == [(100.0, 80.0, "us", "latency", "lower")]
+    diff = ("| Metric | FP8 | BF16 | Diff |\n|---|---|---|---|\n"
+            "| Total GPU time | 1,215,200 ms | 1,214,240 ms | +961 ms |")
+    assert pairs(diff, tables=True) == [(1214240.0, 1215200.0, "ms", "latency", "lower")]  # the diff says which
+
+
+BUGS = """# Flash decoding log
+
+## v1: split KV
+Time per step: 2.31 ms → 1.94 ms.
+
+## v2: fused reduction
+1.94 ms → 1.91 ms, within noise.
+
+## Bugs found along the way
+- The split reduction dropped the last chunk for odd lengths: wrong results.
+- Fixed by padding the last chunk: 1.91 ms -> 1.93 ms.
+"""
+
+
+def test_bugs_fail_and_their_fixes_are_attempts_of_their_own():
+    recs = {r.start_line: r for r in extract(BUGS, "b.md", "t")}
+    assert recs[6].verdict == "neutral" and recs[10].verdict == "failed" and recs[11].verdict == "neutral"
+
+
+def test_a_page_opening_with_a_rule_keeps_its_text():
+    recs = extract("---\n\nIntro.\n\n## Kernel 1: a\nIt runs at 10 ms.\n\n---\n\n## Kernel 2: b\nIt runs at 8 ms.\n", "q.md")
+    assert [r.verdict for r in recs] == ["inconclusive", "improved"]  # no YAML: the rule is no front matter
+
+
+def test_shipped_worklogs_read_plainly():
+    three = shipped("003_caf7263e7febcbe1.txt")[0]
+    assert three["title"] == "PIPELINE STAGES (Revised): 1 stage → 3 stages"  # not "I Was Wrong. Here's Why."
+    assert three["hypothesis"] == "One line of code. 50%+ speedup. Zero risk."
+    assert three["lesson"].startswith('"Industry standard" doesn\'t mean')
+    assert three["figure"]["label"] == "median of 4 shapes" and three["figures"][0] == {
+        k: three["figure"][k] for k in ("label", "before", "after", "unit")}
+    two = next(r for r in shipped("002_a47e73a034fd8a47.txt") if r["title"].startswith("Attempt 2"))
+    assert all(f["label"] for f in two["figures"])  # "Test 1 (M=8192, ...)", not ": 45.65 → 49.36 us"
+    sm90 = shipped("worklog-sm90-kernels.md")
+    assert not any("read the fastest batch" in r["title"] for r in sm90)  # reading host timings is no attempt
+
+
+def test_the_rule_table_document_is_printed_from_rules():
+    from brain.attempts.extract import rules_markdown
+    assert (PROJECT_ROOT / "docs" / "attempts-rules.md").read_text(encoding="utf-8") == rules_markdown()

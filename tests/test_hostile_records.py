@@ -6,14 +6,14 @@ import re
 
 import pytest
 
-from brain import BrainError
+from brain import MAX_K, BrainError
 from brain.config import CorpusSpec
 
 BASE = {"title": "pipeline stages 1 -> 3", "verdict": "regressed", "problem": "gemm", "techniques": ["pipeline"]}
 
 
 def _find(brain, title: str) -> list[dict]:
-    return [r for r in brain.find_attempts(include_superseded=True, k=100)["results"] if r["title"] == title]
+    return [r for r in brain.find_attempts(include_superseded=True, k=MAX_K)["results"] if r["title"] == title]
 
 
 def _files(brain) -> list[str]:
@@ -54,7 +54,7 @@ def test_a_written_record_reads_back_as_written(make_brain, field, value):
     brain = make_brain()
     out = brain.record({**BASE, field: value})
     assert "changed" not in out, out["changed"]
-    (got,) = [r for r in brain.find_attempts(include_superseded=True, k=100)["results"] if r["id"] == out["id"]]
+    (got,) = [r for r in brain.find_attempts(include_superseded=True, k=MAX_K)["results"] if r["id"] == out["id"]]
     assert got[field] == value
     assert (got["start_line"], got["end_line"]) == (out["start_line"], out["end_line"])
 
@@ -79,10 +79,21 @@ def test_appended_records_cite_the_lines_a_later_read_reports(make_brain):
     """Before: the answer's end_line was one less than what GET /attempts reported once another record followed."""
     brain = make_brain()
     outs = [brain.record({**BASE, "title": f"attempt {n}", "lesson": "short"}, "log.md") for n in range(3)]
-    got = {r["id"]: r for r in brain.find_attempts(include_superseded=True, k=100)["results"]}
+    got = {r["id"]: r for r in brain.find_attempts(include_superseded=True, k=MAX_K)["results"]}
     assert [(got[o["id"]]["start_line"], got[o["id"]]["end_line"]) for o in outs] == \
         [(o["start_line"], o["end_line"]) for o in outs]
     assert _files(brain) == ["log.md"]
+
+
+def test_written_records_titled_like_steps_read_back_once_with_their_deciding_figure(make_brain):
+    """A file of records named like a progression (Kernel 1, Kernel 2) is records, not steps read again."""
+    brain = make_brain()
+    figs = [{"label": "M=4096", "before": 51.0, "after": 40.0, "unit": "us"}]
+    outs = [brain.record({**BASE, "title": f"Kernel {n}: more stages", "figures": figs}, "log.md") for n in (1, 2)]
+    got = brain.find_attempts(include_superseded=True, k=MAX_K)["results"]
+    assert sorted(r["id"] for r in got) == sorted(o["id"] for o in outs)
+    assert all(r["figures"] == figs and r["figure"] == {**figs[0], "metric": "latency", "better": "lower"}
+               and r["scope"]["shape"] == "M=4096" for r in got)
 
 
 @pytest.mark.parametrize("to", [None, "log.md"])

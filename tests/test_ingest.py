@@ -4,10 +4,13 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from brain import BrainError
+from brain.store.base import READ_TRIES
 from tests.conftest import corpus
 
 
@@ -114,15 +117,30 @@ def test_ingest_killed_by_signal_is_brought_back_to_consistency(tmp_path, make_b
 
 
 class _Flaky:
-    """A Chroma collection whose get() fails as an embedded Chroma read racing a write does, `fails` times."""
-    def __init__(self, inner, fails):
-        self.inner, self.fails = inner, fails
+    """A Chroma collection whose get() fails as an embedded Chroma read does while it races a write, or while
+    another process's writes have left its view stale: `state.fails` more times."""
+    def __init__(self, inner, state):
+        self.inner, self.state = inner, state
 
     def get(self, *a, **k):
-        if self.fails:
-            self.fails -= 1
+        if self.state.fails:
+            self.state.fails -= 1
             raise RuntimeError("Error executing plan: Internal error: Error finding id")
         return self.inner.get(*a, **k)
+
+
+def _flaky_reads(store, fails):
+    """Chunk reads of `store` fail `fails` more times, reopened or not; the state counts reopens too."""
+    state = SimpleNamespace(fails=fails, reopens=0)
+    named, reopen = store.named_collection, store.reopen
+    store.named_collection = lambda suffix="": named(suffix) if suffix else _Flaky(named(suffix), state)
+
+    def counted():
+        state.reopens += 1
+        reopen()
+    store.reopen = counted
+    store._collection = None
+    return state
 
 
 def test_a_read_racing_a_write_is_read_again(tmp_path, make_brain):
@@ -131,9 +149,21 @@ def test_a_read_racing_a_write_is_read_again(tmp_path, make_brain):
     make_brain().ingest([corpus(docs)])
     reader = make_brain()  # a new process, without the file cache: it reads Chroma
     (reader.store.home / "snapshot.npz").unlink()
-    reader.store._collection = _Flaky(reader.store.collection, fails=2)
+    state = _flaky_reads(reader.store, 2)
     assert reader.search("TMA loads", k=1)["results"][0]["source"] == "a.md"
-    assert reader.store._collection.fails == 0
+    assert state.fails == 0 and state.reopens == 0
+
+
+def test_a_view_that_stays_stale_is_reopened_and_read_afresh(tmp_path, make_brain):
+    docs = tmp_path / "docs"
+    _write(docs / "a.md", "# A\n\nalpha text about TMA loads\n")
+    make_brain().ingest([corpus(docs)])
+    reader = make_brain()
+    (reader.store.home / "snapshot.npz").unlink()
+    client = reader.store.client
+    state = _flaky_reads(reader.store, READ_TRIES + 1)  # more than a race: every try of the old view fails
+    assert reader.search("TMA loads", k=1)["results"][0]["source"] == "a.md"
+    assert state.fails == 0 and state.reopens == 1 and reader.store.client is not client
 
 
 def test_a_failing_read_keeps_the_last_snapshot(tmp_path, make_brain):
@@ -145,14 +175,15 @@ def test_a_failing_read_keeps_the_last_snapshot(tmp_path, make_brain):
     _write(docs / "b.md", "# B\n\nbeta text about tensor memory\n")
     make_brain().ingest([corpus(docs)])  # another writer: a new generation the reader must read from Chroma
     (reader.store.home / "snapshot.npz").unlink()
-    reader.store._collection = _Flaky(reader.store.collection, fails=100)
+    state = _flaky_reads(reader.store, 100)
     assert reader.search("TMA loads", k=1)["results"][0]["source"] == "a.md"  # the last complete snapshot
-    reader.store._collection.fails = 0
+    assert state.reopens >= 1  # each read of the new generation tried a fresh view before giving up
+    state.fails = 0
     assert reader.search("tensor memory", k=1)["results"][0]["source"] == "b.md"  # caught up once Chroma reads
 
     cold = make_brain()  # nothing to fall back on: one clear error, not a traceback
     (cold.store.home / "snapshot.npz").unlink()
-    cold.store._collection = _Flaky(cold.store.collection, fails=100)
+    _flaky_reads(cold.store, 100)
     with pytest.raises(BrainError, match="failed to read chunks: .*Error finding id"):
         cold.search("TMA loads", k=1)
 
@@ -188,3 +219,27 @@ def test_mtime_only_change_does_not_bump_the_generation(tmp_path, make_brain):
     m = brain.store.load_manifest()
     assert m.generation == gen  # readers keep their snapshot
     assert m.files["t:a.md"]["mtime_ns"] == (docs / "a.md").stat().st_mtime_ns  # next run skips by stat
+
+
+def test_a_write_builds_its_view_from_the_last_one_as_the_index_reads_back(tmp_path, make_brain):
+    """After a write, the view a process installs (its last view less the dropped chunks, plus the stored ones)
+    is what reading the whole index back from Chroma gives: ids, order, texts, metadata and vectors."""
+    docs = tmp_path / "docs"
+    _write(docs / "a.md", "# A\n\n## One\n\nalpha about TMA\n\n## Two\n\nbeta about tensor memory\n")
+    _write(docs / "b.md", "# B\n\ngamma about pipelines\n")
+    brain = make_brain()
+    brain.ingest([corpus(docs)])
+    brain.snapshot()
+    reads = []
+    records = brain.store.records_with_vectors
+    brain.store.records_with_vectors = lambda *a, **k: reads.append(1) or records(*a, **k)
+    _write(docs / "a.md", "# A\n\n## One\n\nalpha about TMA, edited\n\n## Two\n\nbeta about tensor memory\n")
+    _write(docs / "c.md", "# C\n\ndelta about split-K\n")
+    (docs / "b.md").unlink()
+    brain.ingest([corpus(docs)])
+    assert reads == []  # nothing was read back
+    view = brain.snapshot()
+    back = brain.ingester.read_back(brain.store.load_manifest())
+    assert view.generation == back.manifest.generation
+    assert (view.ids, view.texts, view.metas) == (back.ids, back.texts, back.metas)
+    assert np.allclose(view.vectors, back.vectors, atol=1e-6)  # Chroma's copy is re-normalised: float rounding

@@ -79,7 +79,7 @@ def test_chunks_carry_the_patterns_hit_on_their_own_lines():
 
 
 def test_shipped_kernels_are_tagged_by_their_api_calls():
-    path = PROJECT_ROOT / "kernels" / "sm100" / "blockscaled_gemm.py"
+    path = PROJECT_ROOT / "kernels" / "sm100" / "gemm_kernel.py"
     tagged = {p for c in chunk_file(path, path.name) if not c.region for p in c.patterns}
     assert {"tma-load", "tmem-alloc", "s2t-copy", "mma-mainloop", "warp-dispatch", "pipeline-setup"} <= tagged
     assert "control-flow" not in tagged  # marker-only now

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from brain import BrainError
+from brain import MAX_K, BrainError
 from brain.config import Settings
 from brain.service import Brain
 from tests.conftest import corpus
@@ -32,11 +32,11 @@ def test_records_write_through_every_host_serving_the_index(tmp_path, chroma_ser
     for host in hosts:  # a write through one host shows through the other within 5 s (generation polls)
         deadline = time.monotonic() + 5
         while not {o["id"] for o in outs} <= {r["id"] for r in host.find_attempts(include_superseded=True,
-                                                                                 k=100)["results"]}:
+                                                                                 k=MAX_K)["results"]}:
             assert time.monotonic() < deadline
             time.sleep(0.2)
     text = hosts[0].read_source("records/shared.md")["text"]
     assert "## appended\n" in text and "## appended again" in text
     hosts[1].rebuild()  # records live in the server and outlast a rebuild
     fresh = Brain(Settings(home=tmp_path / "h3", chroma_url=chroma_server, index="team-rec"), embedder=embedder)
-    assert {o["id"] for o in outs} <= {r["id"] for r in fresh.find_attempts(include_superseded=True, k=100)["results"]}
+    assert {o["id"] for o in outs} <= {r["id"] for r in fresh.find_attempts(include_superseded=True, k=MAX_K)["results"]}

@@ -104,3 +104,25 @@ def test_unchanged_sees_no_op_and_any_change(tmp_path, make_brain):
     assert scan([spec]) != before
     assert unchanged(brain.store.load_manifest(), [spec]) is None
     assert unchanged(brain.store.load_manifest(), [CorpusSpec("d", docs, include=("x.md",))]) is None
+
+
+def test_the_watcher_and_a_rescan_take_exactly_the_corpora_the_index_holds(tmp_path, make_brain):
+    """An index of one corpus stays one corpus: neither `serve --watch` nor POST /ingest adds the defaults."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nThe pipeline uses two stages.\n")
+    brain = make_brain()
+    assert [s.name for s in brain.known_corpora()] == ["docs_corpus", "kernels"]  # a new index: the defaults
+    brain.ingest([CorpusSpec("notes", notes)])
+    assert [s.name for s in brain.known_corpora()] == ["notes"] == [s.name for s in brain.indexed_corpora()]
+    w = Watcher(brain.ingest, brain.indexed_corpora, interval=0.1, log=lambda line: None)
+    t = w.start()
+    try:
+        wait_for(lambda: w.ingests >= 1)
+        (notes / "b.md").write_text("# B\n\nTMA loads the scale factors.\n")
+        wait_for(lambda: "scale factors" in texts(brain))
+    finally:
+        w.stop()
+        t.join(timeout=10)
+    assert set(brain.store.load_manifest().corpora) == {"notes"}
+    assert {c["corpus"] for c in brain.chunks()} == {"notes"}

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Query
 
 from api.deps import get_brain, require_api_key
+from brain import MAX_K
 from brain.service import Brain
 
 router = APIRouter(tags=["attempts"])
@@ -20,7 +21,7 @@ def attempts(q: str | None = Query(None, max_length=2000, description="rank the 
              problem: str | None = Query(None, max_length=32, description="gemv, gemm, dual_gemm, group_gemm, none"),
              corpus: str | None = Query(None, max_length=64),
              include_superseded: bool = Query(False, description="also records a later one supersedes"),
-             k: int = Query(10, ge=1, le=100), brain: Brain = Depends(get_brain)) -> dict:
+             k: int = Query(10, ge=1, le=MAX_K), brain: Brain = Depends(get_brain)) -> dict:
     return brain.find_attempts(q, technique, verdict, problem, include_superseded, k, corpus)
 
 

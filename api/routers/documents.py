@@ -1,11 +1,15 @@
-"""Writes (API key required): upload a document, delete one, re-scan the corpora."""
+"""Writes (API key, or the local token): upload a document, delete one, re-scan the corpora or ingest named
+folders (local token only), remove a corpus."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import APIRouter, Depends, File, Form, UploadFile
+from fastapi import APIRouter, Body, Depends, File, Form, Request, UploadFile
+from pydantic import BaseModel, Field
 
-from api.deps import get_brain, require_api_key
+from api.deps import get_brain, require_api_key, require_local
+from brain import BrainError
+from brain.config import CorpusSpec
 from brain.service import MAX_UPLOAD_BYTES, UPLOAD_CORPUS, Brain
 
 router = APIRouter(tags=["documents"], dependencies=[Depends(require_api_key)])
@@ -27,6 +31,31 @@ def delete(path: str, brain: Brain = Depends(get_brain)) -> dict:
     return {"path": path, **brain.delete_document(path).as_dict()}
 
 
-@router.post("/ingest", summary="re-scan the default and previously ingested corpora (incremental)")
-def ingest(brain: Brain = Depends(get_brain)) -> dict:
-    return brain.ingest().as_dict()
+class CorpusFolder(BaseModel):
+    name: str = Field(..., min_length=1, max_length=64, description="the corpus name its chunks carry")
+    root: str = Field(..., min_length=1, max_length=4096, description="a folder or file on the server's disk")
+    include: list[str] = Field([], max_length=64, description="globs of files to take")
+    exclude: list[str] = Field([], max_length=64, description="globs of files to leave out")
+
+
+class IngestRequest(BaseModel):
+    corpora: list[CorpusFolder] = Field(..., max_length=64, description="folders to bring in line (as `brain "
+                                        "ingest PATH --corpus NAME`); only the CLI beside the server may send them")
+
+
+@router.post("/ingest", summary="re-scan the index's corpora (the default ones for an empty index), or ingest "
+                                "the folders named in the body (local token only), incrementally")
+def ingest(request: Request, req: IngestRequest | None = Body(None), brain: Brain = Depends(get_brain)) -> dict:
+    if req is None:
+        return brain.ingest().as_dict()
+    require_local(request)
+    specs = [CorpusSpec(c.name, Path(c.root), tuple(c.include), tuple(c.exclude)) for c in req.corpora]
+    for spec in specs:
+        if not spec.root.is_absolute():
+            raise BrainError(f"corpus '{spec.name}': root must be an absolute path, not '{spec.root}'")
+    return brain.ingest(specs).as_dict()
+
+
+@router.delete("/corpora/{name}", summary="remove a corpus and all its chunks (as `brain ingest --remove`)")
+def remove_corpus(name: str, brain: Brain = Depends(get_brain)) -> dict:
+    return {"corpus": name, **brain.remove_corpus(name).as_dict()}

@@ -1,10 +1,12 @@
 """What the index holds: /health, /stats, /patterns, /tags."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+import os
+
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from api.deps import get_brain
+from api.deps import get_brain, is_local
 from api.errors import public_message
 from brain import BrainError
 from brain.service import Brain
@@ -13,12 +15,15 @@ router = APIRouter(tags=["index"])
 
 
 @router.get("/health", summary="the process answers and the index opens (503 with the reason if it does not)")
-def health(brain: Brain = Depends(get_brain)):
+def health(request: Request, brain: Brain = Depends(get_brain)):
     try:
         snap = brain.snapshot()
     except BrainError as e:  # e.g. a corrupt manifest or an unreachable Chroma server
         return JSONResponse({"status": "error", "error": public_message(str(e), brain.settings)}, status_code=503)
-    return {"status": "ok", "chunks": len(snap.ids), "generation": snap.generation}
+    out = {"status": "ok", "chunks": len(snap.ids), "generation": snap.generation}
+    if is_local(request):  # the CLI beside it checks it reached its own home's server
+        out.update(home=str(brain.settings.home), pid=os.getpid())
+    return out
 
 
 @router.get("/stats", summary="documents, chunks, kinds, patterns, model, index location, last ingest")

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
 from api.deps import get_brain
+from brain import MAX_K
 from brain.context import MAX_BUDGET, MIN_BUDGET, build_context, check_budget
 from brain.search import Filters
 from brain.service import Brain
@@ -41,30 +42,32 @@ def filter_query(kind: str | None = Query(None, max_length=64, description=Filte
 
 class SearchRequest(FilterFields):
     q: str = Field(..., min_length=1, max_length=MAX_QUERY, description="a question, an error or an identifier")
-    k: int = Field(5, ge=1, le=50, strict=True)  # strict: `true` is no count
+    k: int = Field(5, ge=1, le=MAX_K, strict=True)  # strict: `true` is no count
     mode: Mode = "hybrid"
     pattern: str | None = Field(None, max_length=64, description="only code regions carrying this pattern")
+    expand: bool = Field(False, description="append the next chunk of the section to very short hits")
 
 
 class PitfallRequest(FilterFields):
     error: str = Field(..., min_length=1, max_length=MAX_ERROR_TEXT, description="error message or traceback")
-    k: int = Field(3, ge=1, le=20, strict=True)
+    k: int = Field(3, ge=1, le=MAX_K, strict=True)
 
 
 @router.get("/search", summary="hybrid search (the JSON of `brain search --json`)")
-def search_get(q: str = Query(..., min_length=1, max_length=MAX_QUERY), k: int = Query(5, ge=1, le=50),
+def search_get(q: str = Query(..., min_length=1, max_length=MAX_QUERY), k: int = Query(5, ge=1, le=MAX_K),
                mode: Mode = "hybrid", pattern: str | None = Query(None, max_length=64),
+               expand: bool = Query(False, description="append the next chunk of the section to very short hits"),
                f: FilterFields = Depends(filter_query), brain: Brain = Depends(get_brain)) -> dict:
-    return brain.search(q, k, f.filters(pattern), mode)
+    return brain.search(q, k, f.filters(pattern), mode, expand=expand)
 
 
 @router.post("/search", summary="hybrid search, fields in a JSON body")
 def search_post(req: SearchRequest, brain: Brain = Depends(get_brain)) -> dict:
-    return brain.search(req.q, req.k, req.filters(req.pattern), req.mode)
+    return brain.search(req.q, req.k, req.filters(req.pattern), req.mode, expand=req.expand)
 
 
 @router.get("/pitfalls", summary="the rules that explain an error message")
-def pitfalls_get(error: str = Query(..., min_length=1, max_length=MAX_QUERY), k: int = Query(3, ge=1, le=20),
+def pitfalls_get(error: str = Query(..., min_length=1, max_length=MAX_QUERY), k: int = Query(3, ge=1, le=MAX_K),
                  f: FilterFields = Depends(filter_query), brain: Brain = Depends(get_brain)) -> dict:
     return brain.pitfall(error, k, f.filters())
 
@@ -76,7 +79,7 @@ def pitfalls_post(req: PitfallRequest, brain: Brain = Depends(get_brain)) -> dic
 
 @router.get("/snippets", summary="code regions of the reference kernels carrying a pattern (see /patterns)")
 def snippets(pattern: str = Query(..., min_length=1, max_length=64), q: str | None = Query(None, max_length=MAX_QUERY),
-             k: int = Query(5, ge=1, le=50), f: FilterFields = Depends(filter_query),
+             k: int = Query(5, ge=1, le=MAX_K), f: FilterFields = Depends(filter_query),
              brain: Brain = Depends(get_brain)) -> dict:
     return brain.snippets(pattern, q, k, f.filters())
 
@@ -85,7 +88,7 @@ def snippets(pattern: str = Query(..., min_length=1, max_length=64), q: str | No
 def context(q: str = Query(..., min_length=1, max_length=MAX_QUERY),
             budget_tokens: int = Query(2000, ge=MIN_BUDGET, le=MAX_BUDGET,
                                        description="upper bound on the text's tokens (counted pessimistically)"),
-            k: int = Query(10, ge=1, le=50, description="passages considered"),
+            k: int = Query(10, ge=1, le=MAX_K, description="passages considered"),
             f: FilterFields = Depends(filter_query), brain: Brain = Depends(get_brain)) -> dict:
     check_budget(budget_tokens)  # before the search: a bad budget costs nothing
     return build_context(brain.search(q, k=k, filters=f.filters()), budget_tokens)

@@ -97,7 +97,8 @@ def main() -> int:
     extra: dict[str, list] = {}
     if args.questions and args.questions.is_file():
         for q in json.loads(args.questions.read_text(encoding="utf-8")):
-            extra.setdefault(q.get("file", ""), []).append(q)
+            if (args.root / q.get("file", "")).is_file():  # questions about another corpus are not this run's
+                extra.setdefault(q.get("file", ""), []).append(q)
     for path in args.labels:
         data = json.loads(path.read_text(encoding="utf-8"))
         for name, entry in data.items():

@@ -62,7 +62,7 @@ def cache(searcher) -> None:
         def cached(snap, query, f, n, fn=fn, memo=memo, lexical=name == "_bm25"):
             if lexical and EXPANSION["on"]:
                 query = thesaurus.weighted_query(query)
-            key = (query, repr(f), n)
+            key = (tuple(sorted(query.items())) if isinstance(query, dict) else query, repr(f), n)
             if key not in memo:
                 memo[key] = fn(snap, query, f, n)
             return memo[key]

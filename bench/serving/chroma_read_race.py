@@ -62,7 +62,7 @@ def main() -> None:
     ]:
         store = open_store(Settings(home=Path(tempfile.mkdtemp(prefix="race."))))
         collection = store.named_collection(suffix)
-        read = read or (lambda c, store=store: list(store.pages(c, include)))
+        read = read or (lambda c, store=store, suffix=suffix: list(store.pages(suffix, include)))
         total, errors = race(read, collection, args.writes, args.readers)
         print(f"{label:18} {len(errors):3} of {total:5} reads failed  {sorted(set(errors))[:2]}")
 

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from brain.config import Settings, default_corpora  # noqa: E402
-from brain.embed import resolve_model_path  # noqa: E402
+from brain.embed import Embedder  # noqa: E402
 from brain.numpy_encoder import NumpyEncoder  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
@@ -60,7 +60,7 @@ def main() -> int:
     questions = [q["q"] for q in json.loads(a.questions.read_text())]
     texts = [f"{m['context']}\n\n{t}" if m.get("context") else t for t, m in zip(snap.texts, snap.metas)]
 
-    fast = NumpyEncoder(resolve_model_path(brain.settings.model))
+    fast = Embedder(brain.settings.model).query_encoder  # numpy, the shipped overlay included
     model = brain.embedder.model
     for label, batch in (("chunks", texts), ("questions", questions)):
         t0 = time.perf_counter()

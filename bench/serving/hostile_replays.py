@@ -9,6 +9,7 @@ import stat
 import time
 from pathlib import Path
 
+from brain import MAX_K
 from hostile import KEY, Served, brain, env_for
 
 W = {"X-API-Key": KEY}
@@ -75,7 +76,7 @@ def read_back(t, url: str, home: Path, tmp: Path) -> None:
     for field, value in (("lesson", "~~~"), ("title", "<b> first"), ("hypothesis", '">quoted'),
                          ("title", "🚀 faster"), ("change", "**num_stages** = `3`")):
         out = record(t, url, {**RECORD, field: value}, to="log.md").json()
-        got = [x for x in t.ask("GET", f"{url}/attempts", params={"include_superseded": "true", "k": 100}).json()[
+        got = [x for x in t.ask("GET", f"{url}/attempts", params={"include_superseded": "true", "k": MAX_K}).json()[
             "results"] if x["id"] == out["id"]]
         same.append("changed" not in out and got and got[0][field] == value
                     and (got[0]["start_line"], got[0]["end_line"]) == (out["start_line"], out["end_line"]))
@@ -221,7 +222,7 @@ def read_back_acked(t, url: str, label: str) -> None:
     deadline = time.monotonic() + 5
     while True:
         got = [r["id"] for r in t.ask("GET", f"{url}/attempts", params={"include_superseded": "true",
-                                                                         "k": 100}).json()["results"]]
+                                                                         "k": MAX_K}).json()["results"]]
         lost = [i for i in set(mine) if got.count(i) != 1]
         if not lost or time.monotonic() > deadline:
             break

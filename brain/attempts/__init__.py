@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from brain import BrainError
+from brain import BrainError, check_k
 from brain.attempts.extract import PROBLEMS, VERDICTS
 from brain.attempts.store import AttemptStore
 from brain.taxonomy import TAGS, resolve_tag
 
-PUBLIC = ("id", "title", "problem", "techniques", "hypothesis", "change", "verdict", "figures", "lesson", "source",
-          "start_line", "end_line", "corpus", "status", "superseded_by", "supersedes", "conflicts_with")
+PUBLIC = ("id", "title", "problem", "techniques", "hypothesis", "change", "verdict", "figure", "metric", "better",
+          "scope", "figures", "lesson", "source", "start_line", "end_line", "corpus", "status", "superseded_by",
+          "supersedes", "conflicts_with")
 POOL = 50
+MEASURED_PRIOR = 0.1  # of the best fused score: "has anyone tried X" wants what was measured before what was proposed
+MEASURED = ("improved", "regressed", "neutral", "failed")
 
 
 def public(r: dict) -> dict:
@@ -49,10 +52,10 @@ class Attempts:
              problem: str | None = None, include_superseded: bool = False, k: int = 10,
              corpus: str | None = None) -> dict:
         """Records matching the filters, ranked by the hybrid engine over their text when a query is given
-        (bm25 and cosine fused as search results are, brain.search.fuse), else in file order."""
+        (bm25 and cosine fused as search results are, brain.search.fuse; a measured record, one with a figure or
+        a measured verdict, ranks above an unmeasured one of nearly the same score), else in file order."""
         from brain.search import fuse, nearest
-        if k < 1 or k > 100:
-            raise BrainError("k must be between 1 and 100")
+        check_k(k)
         t, v, p = check_filters(technique, verdict, problem)
         loaded = self.store.load()
         keep = np.array([(not t or t in r["techniques"]) and (not v or r["verdict"] == v)
@@ -67,6 +70,10 @@ class Attempts:
                                   [r["id"] for r in loaded.records], POOL, keep) if keep.any() else []}
         fused = fuse(lists)
         by_id = loaded.by_id()
+        top = max(fused.values(), default=0.0)
+        for i in fused:
+            r = by_id[i]
+            fused[i] += MEASURED_PRIOR * top * (r["verdict"] in MEASURED or bool(r.get("figure")))
         order = sorted(fused, key=lambda i: -fused[i])[:k]
         return {"query": query, "results": [{**public(by_id[i]), "score": round(fused[i], 6)} for i in order]}
 
@@ -79,9 +86,9 @@ class Attempts:
         return {"conflicts": out}
 
     def rank(self, hits: list) -> list:
-        """The ranking stage search hits pass through: each hit gets `relations` (`superseded_by`: the
-        successor's id when the record citing the hit is superseded; `conflicts_with`: ids of records disagreeing
-        with the records citing it), and a superseded hit moves below the first hit of its successor, or of
+        """The ranking stage search hits pass through: each hit gets `relations` (`attempt`: the record holding
+        most of its lines, with its verdict and deciding figure; `superseded_by`: the successor's id when that
+        record is superseded; `conflicts_with`: ids of records disagreeing with the records citing it), and a superseded hit moves below the first hit of its successor, or of
         newer, not superseded lines of the same file."""
         by_file, by_id = self.store.relations()  # no Chroma, no model: a search stays as fast as it was
         for h in hits:
@@ -92,7 +99,9 @@ class Attempts:
             holder = max(recs, key=lambda r: (min(r["end_line"], m["end_line"]) - max(r["start_line"], m["start_line"]),
                                               r["start_line"] - r["end_line"]), default=None)
             h.relations = {"superseded_by": holder["superseded_by"] if holder else None,
-                           "conflicts_with": sorted({c for r in recs for c in r["conflicts_with"]})}
+                           "conflicts_with": sorted({c for r in recs for c in r["conflicts_with"]}),
+                           "attempt": {k: holder.get(k) for k in ("id", "title", "verdict", "figure")}
+                           if holder else None}
         out = list(hits)
         for h in [h for h in hits if h.relations["superseded_by"]]:
             succ = by_id.get(h.relations["superseded_by"])

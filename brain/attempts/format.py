@@ -15,6 +15,10 @@ def format_record(r: dict, n: int | None = None) -> str:
     for key in ("hypothesis", "change", "lesson"):
         if r[key]:
             out.append(f"   {key}: {r[key][:200]}")
+    fig = r.get("figure")
+    if fig:
+        why = f" ({fig['metric']}, {fig['better']} is better)" if fig.get("metric") and fig.get("better") else ""
+        out.append(f"   figure: {figures_line({'figures': [fig]})}{why}")
     if r["figures"]:
         out.append(f"   figures: {figures_line(r)}")
     if r["conflicts_with"]:

@@ -21,10 +21,14 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 
 from brain.attempts.extract import EXTRACTOR_VERSION, SUFFIXES, extract
+
+RECORD_TEXT = 3  # bump when record_text or attempts.json changes: every record is synced again
+VERSION = f"{EXTRACTOR_VERSION}.{RECORD_TEXT}"  # what a stored record was extracted and embedded by
 from brain.attempts.relations import conflicts, supersession
 from brain import Unavailable
 from brain.chunking import UnsupportedFile, read_text
 from brain.embed import Embedder
+from brain.embed_cache import EmbeddingCache
 from brain.lexical import LexicalIndex
 from brain.store import Store, atomic_write
 
@@ -35,13 +39,17 @@ def _marker(file_key: str) -> str:
     return "file:" + hashlib.sha1(file_key.encode()).hexdigest()[:16]
 
 
-def record_text(r: dict, excerpt: str) -> str:
-    """What a record is ranked by: its fields, then the first lines of the passage it cites."""
+def record_text(r: dict, excerpt: str, context: str = "") -> str:
+    """What a record is ranked by: the headings it sits under (the document's title first: a question names
+    the kernel, the GPU, the library more often than the step), its fields and scope, then the first lines of
+    the passage it cites."""
     figs = "; ".join(f"{f['label']} {f['before']:g} → {f['after']:g} {f['unit']}" for f in r["figures"][:8])
     parts = [r["title"], f"problem {r['problem']}; techniques {', '.join(r['techniques']) or '-'}; "
              f"verdict {r['verdict']}", r["hypothesis"] and f"Hypothesis: {r['hypothesis']}",
              r["change"] and f"Change: {r['change']}", figs and f"Figures: {figs}",
              r["lesson"] and f"Lesson: {r['lesson']}", excerpt[:800]]
+    scope = " ".join(str(v) for v in (r.get("scope") or {}).values() if v)
+    parts = [" / ".join(x for x in (context, scope) if x)] + parts
     return "\n".join(p for p in parts if p)
 
 
@@ -63,6 +71,7 @@ class AttemptStore:
     def __init__(self, store: Store, embedder: Embedder):
         self.store = store
         self.embedder = embedder
+        self.vectors = EmbeddingCache(store.home, embedder.model_name)  # a record edited elsewhere in its file: no re-embedding
         self._loaded: Loaded | None = None
         self._relations: tuple | None = None  # (attempts.json mtime, (by file, by id))
         self._lock = threading.Lock()
@@ -79,7 +88,7 @@ class AttemptStore:
     # ---- writes -------------------------------------------------------------------------------
     def _stored(self) -> tuple[list[str], list[dict]]:
         ids, metas = [], []
-        for page in self.store.pages(self.collection, ["metadatas"], "read attempt records"):
+        for page in self.store.pages("attempts", ["metadatas"], "read attempt records"):
             ids += page["ids"]
             metas += page["metadatas"]
         return ids, metas
@@ -87,7 +96,7 @@ class AttemptStore:
     @staticmethod
     def _wanted(m) -> dict[str, str]:
         """file key -> the hash its records must carry: the file's content hash and the extractor's version."""
-        return {k: f"{e['hash']}:{EXTRACTOR_VERSION}" for k, e in m.files.items()
+        return {k: f"{e['hash']}:{VERSION}" for k, e in m.files.items()
                 if PurePosixPath(k).suffix.lower() in SUFFIXES}
 
     def sync(self, wait: float | None = None) -> dict:
@@ -96,7 +105,7 @@ class AttemptStore:
         manifest generation and extractor version."""
         with self._sync_lock, self.store.lease(wait=wait):
             m = self.store.load_manifest()
-            if self._synced() == (m.generation, EXTRACTOR_VERSION):
+            if self._synced() == (m.generation, VERSION):
                 return {"files": 0, "added": 0, "removed": 0}
             return self._sync(m)
 
@@ -137,10 +146,12 @@ class AttemptStore:
             for rec in found:
                 d = rec.as_dict()
                 excerpt = "\n".join(lines[rec.start_line - 1:rec.end_line])
-                new.append((d, record_text(d, excerpt), key, wanted[key], excerpt))
+                context = " / ".join(getattr(rec, "_path", None) or [])
+                new.append((d, record_text(d, excerpt, context), key, wanted[key], excerpt))
         col = self.collection
         if new:
-            vectors = self.embedder.encode([t for _, t, *_ in new])
+            texts = [t for _, t, *_ in new]
+            vectors, _ = self.vectors.encode(texts, lambda todo: self.embedder.encode([texts[i] for i in todo]))
             for i in range(0, len(new), _PAGE):
                 part = new[i:i + _PAGE]
                 col.upsert(ids=[d["id"] for d, *_ in part], embeddings=vectors[i:i + _PAGE],
@@ -148,7 +159,7 @@ class AttemptStore:
                            metadatas=[{"record": json.dumps(d), "file": k, "hash": h, "excerpt": x}
                                       for d, _, k, h, x in part])
         if done:
-            unit = np.zeros(self.embedder.dim, dtype=np.float32)
+            unit = np.zeros(m.dim or self.embedder.dim, dtype=np.float32)
             unit[0] = 1.0
             for i in range(0, len(done), _PAGE):
                 part = done[i:i + _PAGE]
@@ -157,13 +168,13 @@ class AttemptStore:
         gone = sorted(stale - {d["id"] for d, *_ in new} - {_marker(k) for k in done})
         for i in range(0, len(gone), _PAGE):
             col.delete(ids=gone[i:i + _PAGE])
-        if new or gone or self._synced() != (m.generation, EXTRACTOR_VERSION):
+        if new or gone or self._synced() != (m.generation, VERSION):
             self._loaded = None
             loaded = self.load(check=False)
-            atomic_write(self.relations_path, json.dumps({"generation": m.generation, "extractor": EXTRACTOR_VERSION,
+            atomic_write(self.relations_path, json.dumps({"generation": m.generation, "extractor": VERSION,
                                                            "records": [
-                {k: r[k] for k in ("id", "corpus", "source", "start_line", "end_line", "superseded_by",
-                                   "conflicts_with")} for r in loaded.records]}))
+                {k: r.get(k) for k in ("id", "corpus", "source", "start_line", "end_line", "superseded_by",
+                                       "conflicts_with", "title", "verdict", "figure")} for r in loaded.records]}))
             loaded.key = self._key()  # the file just written is part of this state
         return {"files": len(todo), "added": len(new), "removed": len(gone)}
 
@@ -199,7 +210,7 @@ class AttemptStore:
                 return self._loaded
             live = set(self.store.load_manifest().files)
             records, texts, vecs, passages = [], [], [], {}
-            for page in self.store.pages(self.collection, ["metadatas", "documents", "embeddings"],
+            for page in self.store.pages("attempts", ["metadatas", "documents", "embeddings"],
                                          "read attempt records"):
                 for meta, doc, vec in zip(page["metadatas"], page["documents"], page["embeddings"]):
                     if meta["file"] in live and not meta.get("marker"):

@@ -29,7 +29,8 @@ from brain.store.base import RECORDS_CORPUS
 from brain.taxonomy import TAGS, resolve_tag
 
 FIELDS = ("title", "problem", "techniques", "hypothesis", "change", "verdict", "figures", "lesson", "supersedes")
-DERIVED = ("id", "source", "start_line", "end_line", "corpus", "status", "superseded_by", "conflicts_with", "score")
+DERIVED = ("id", "source", "start_line", "end_line", "corpus", "status", "superseded_by", "conflicts_with", "score",
+           "figure", "metric", "better", "scope")  # what `brain attempts --json` adds: a record read back writes again
 _FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.(md|markdown)$")
 MAX_TEXT = 2000
 TRIES = 5  # writes of an appended file that another write changed meanwhile

@@ -15,7 +15,7 @@ from brain.search.snapshot import Filters, Hit, Hits, Snapshot, Snapshots, neare
 
 MODES = ("bm25", "dense", "hybrid")
 POOL = 50  # candidates taken from each retriever before fusion
-MAX_K = 100
+LIMIT = 100  # internal callers (pitfall, snippets) take a wider pool than a user's k (brain.MAX_K)
 
 # A module docstring describes its whole file, so it matches many questions about the file's code while the
 # answer (an identifier, a line) sits in the code itself: its fused score counts this much (docs/retrieval.md).
@@ -64,8 +64,8 @@ class Searcher:
             raise BrainError("empty query: type a question, an error message or an identifier")
         if mode not in MODES:
             raise BrainError(f"unknown mode '{mode}' (choose from {', '.join(MODES)})")
-        if k < 1 or k > MAX_K:
-            raise BrainError(f"k must be between 1 and {MAX_K}")
+        if k < 1 or k > LIMIT:
+            raise BrainError(f"k must be between 1 and {LIMIT}")
         f = (filters or Filters()).normalized()
         snap = self.snapshot()
         snap.check(f)

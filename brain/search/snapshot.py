@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,7 @@ from brain.patterns import PATTERNS
 from brain.search.cache import LexicalCache, SnapshotCache
 from brain.taxonomy import KINDS, TAGS, resolve_kind, resolve_tag
 
+OWNER_FILE_WAIT = 10.0  # seconds a reader waits for another process's snapshot file before opening Chroma
 _MODULE_DOC = re.compile(r"(?:#[^\n]*\n|\s*\n)*[rRuU]?(?:\"\"\"|\'\'\')")
 
 
@@ -159,6 +161,8 @@ class Snapshots:
                 if self._snap is not None and self._snap.generation == m.generation:
                     break
                 cached = self.cache.load(m)  # no Chroma at all when the file cache stands for `m`
+                if not cached and not self.store.owned_here():  # another process owns Chroma: it writes the file
+                    m, cached = self._wait_for_file(m)
                 if cached:
                     ids, texts, metas, vectors = cached.ids, cached.texts, cached.metas, cached.vectors
                 else:
@@ -184,6 +188,21 @@ class Snapshots:
         finally:
             self._lock.release()
 
+    def held(self) -> Snapshot | None:
+        """The view held now, without loading anything (a writer builds the next one from it)."""
+        return self._snap
+
+    def _wait_for_file(self, m) -> tuple:
+        """While another process owns the index, its snapshot file lags its manifest only between a commit and
+        the file's rewrite (well under a second): read the file once it stands for the manifest as stored."""
+        deadline = time.monotonic() + OWNER_FILE_WAIT
+        while True:
+            cached = self.cache.load(m)
+            if cached or time.monotonic() > deadline:
+                return m, cached
+            time.sleep(0.05)
+            m = self.store.load_manifest()
+
     def install(self, committed) -> None:
         """A writer in this process hands over the generation it just committed (brain.ingest.Committed): no
         reader re-reads it from Chroma, and the next process finds it in the file caches."""
@@ -195,5 +214,7 @@ class Snapshots:
         self.cache.save(c.manifest, c.ids, c.texts, c.metas, c.vectors)
 
     def clear_caches(self) -> None:
-        """The index was dropped (`brain ingest --rebuild`): its cached bm25 index goes with it."""
+        """The index was dropped (`brain ingest --rebuild`): its cached bm25 index and the view held go with it."""
         self.lexical_cache.clear()
+        with self._lock:
+            self._snap = None

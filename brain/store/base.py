@@ -183,6 +183,30 @@ class Store:
     def _forget_collections(self) -> None:
         self._collection = None
 
+    def claim(self, role: str | None = None) -> None:
+        """Become the one process that opens this index (local: the owner lock, brain/owner.py). A server
+        backend has no owner: every process is its client."""
+
+    def owned_here(self) -> bool:
+        """May this process open the store without waiting on another's (always, on a server backend)?"""
+        return True
+
+    def reopen(self) -> None:
+        """Drop the client and open it afresh on next use: the way out of a view another process left stale."""
+        with self._client_lock:
+            client, self._client = self._client, None
+            self._forget_collections()
+        if client is not None and hasattr(client, "close"):
+            client.close()
+
+    def close(self) -> None:
+        """Let go of the store (its client; locally also the owner lock, so another process may open it)."""
+        self.reopen()
+
+    def side(self, suffix: str = ""):
+        """The chunk collection (suffix "") or a side collection, as the cached attribute or opened now."""
+        return self.collection if not suffix else self.named_collection(suffix)
+
     def call(self, what: str, fn, *args, **kwargs):
         """A Chroma call whose failure (server gone, ...) is one clear line, not a traceback."""
         try:
@@ -205,27 +229,40 @@ class Store:
         for i in range(0, len(ids), PAGE):
             self.call("delete chunks", self.collection.delete, ids=ids[i:i + PAGE])
 
-    def pages(self, collection, include: list[str], what: str = "read chunks"):
-        """Every record of `collection` (this index's, or a side collection), one get() page at a time."""
+    def pages(self, suffix: str, include: list[str], what: str = "read chunks"):
+        """Every record of the collection `suffix` ("": the chunks; else a side collection), one get() page at
+        a time."""
         offset = 0
         while True:
-            for attempt in range(READ_TRIES):
-                try:
-                    page = self.call(what, collection.get, include=include, limit=PAGE, offset=offset)
-                    break
-                except Unavailable as e:
-                    # an embedded Chroma read racing a write fails now and then ("Error finding id") with the
-                    # index intact: read the page again; readers that need one generation check it afterwards
-                    if attempt == READ_TRIES - 1 or "Internal error" not in str(e):
-                        raise
-                    time.sleep(0.02 * (attempt + 1))
+            page = self._page(suffix, include, offset, what)
             yield page
             if len(page["ids"]) < PAGE:
                 return
             offset += PAGE
 
+    def _page(self, suffix: str, include: list[str], offset: int, what: str) -> dict:
+        """One page. An embedded Chroma read racing a write in this process fails now and then ("Error finding
+        id") with the index intact: the page is read again (readers that need one generation check it
+        afterwards). One that keeps failing is a view made stale by another process's writes: the client is
+        reopened, then the page read afresh."""
+        tries, reopened = 0, False
+        while True:
+            try:
+                return self.call(what, self.side(suffix).get, include=include, limit=PAGE, offset=offset)
+            except Unavailable as e:
+                if "Internal error" not in str(e):
+                    raise
+                tries += 1
+                if tries < READ_TRIES:
+                    time.sleep(0.02 * tries)
+                elif reopened:
+                    raise
+                else:
+                    self.reopen()
+                    tries, reopened = 0, True
+
     def stored_ids(self) -> set[str]:
-        return {i for page in self.pages(self.collection, [], "list chunks") for i in page["ids"]}
+        return {i for page in self.pages("", [], "list chunks") for i in page["ids"]}
 
     def records(self, only: set[str] | None = None) -> tuple[list[str], list[str], list[dict]]:
         """Stored chunks (those in `only`, if given): (ids, texts, metadatas), ordered by source and line."""
@@ -238,7 +275,7 @@ class Store:
 
     def _records(self, only: set[str] | None, vectors: bool):
         ids, docs, metas, vecs = [], [], [], []
-        for page in self.pages(self.collection, ["documents", "metadatas"] + (["embeddings"] if vectors else [])):
+        for page in self.pages("", ["documents", "metadatas"] + (["embeddings"] if vectors else [])):
             rows = page["embeddings"] if vectors else [None] * len(page["ids"])
             for i, doc, meta, vec in zip(page["ids"], page["documents"], page["metadatas"], rows):
                 if only is None or i in only:

@@ -1,7 +1,8 @@
 """The local backend: an embedded Chroma under $BRAIN_HOME, the manifest a JSON file beside it (replaced
 atomically), the write lease an flock on a file in the home, uploaded files in `$BRAIN_HOME/uploads/<corpus>`
 and written records in `$BRAIN_HOME/records`. Stored files are never read or written through a symbolic link:
-a link planted among them is refused, not followed out of the folder."""
+a link planted among them is refused, not followed out of the folder. Embedded Chroma is one process's store:
+opening it takes the home's owner lock for the process (brain/owner.py)."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from brain import BrainError
+from brain import BrainError, owner
 from brain.store.base import RECORDS_CORPUS, Manifest, Store, atomic_write
 from brain.store.lease import local_lease
 
@@ -20,8 +21,34 @@ class LocalStore(Store):
         super().__init__(settings)
         self.manifest_path = self.home / "manifest.json"
         self._local_lock = threading.Lock()  # writers of this process, before the flock
+        self._lease_thread: int | None = None  # the thread holding the lease (a reopen inside it must not wait)
+        self._claimed = False
+
+    def claim(self, role: str | None = None) -> None:
+        """Hold the home's owner lock (another live process holding it: Owned, one line saying what to do)."""
+        if not self._claimed:
+            owner.claim(self.home, role)
+            self._claimed = True
+
+    def owned_here(self) -> bool:
+        """True unless another live process holds the home's owner lock."""
+        return self._claimed or owner.holds(self.home) or owner.holder(self.home) is None
+
+    def close(self) -> None:
+        super().close()
+        if self._claimed:
+            self._claimed = False
+            owner.release(self.home)
+
+    def reopen(self) -> None:
+        """Under the lease, so no write of this process is cut off midway."""
+        if self._lease_thread == threading.get_ident():
+            return super().reopen()
+        with self.lease():
+            super().reopen()
 
     def _open_client(self):
+        self.claim()  # before chromadb is even imported: a refused process loads nothing
         import chromadb
         from chromadb.config import Settings as ChromaSettings
         self.home.mkdir(parents=True, exist_ok=True)
@@ -70,7 +97,11 @@ class LocalStore(Store):
     @contextlib.contextmanager
     def lease(self, wait: float | None = None):
         with self._local_lock, local_lease(self.home) as lease:
-            yield lease
+            self._lease_thread = threading.get_ident()
+            try:
+                yield lease
+            finally:
+                self._lease_thread = None
 
     # ---- uploaded files -----------------------------------------------------------------------
     def uploads_dir(self, corpus: str) -> Path:

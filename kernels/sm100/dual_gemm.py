@@ -5,11 +5,17 @@ the epilogue reads both, applies silu(x1) * x2 in fp32 and rounds to fp16 once. 
 have one accumulator stage (2 x 128 columns + 48 scale columns of the 512: two would need 560);
 when those tiles leave SMs idle (dual M = 256: 48-64 tiles for 148 SMs) the tiles are N = 64
 (gemm.tile_n_for), which doubles the CTAs at work and fits two stages (2 x 2 x 64 + 48 columns).
+
+    brain kernels run dual_gemm --backend sm100 --tests --check
+    brain kernels run dual_gemm --backend sm100 --benchmarks --bench
+
+Constraints: those of gemm.py (compute capability 10.0, K % 256 == 0, N % 8 == 0, aligned operands with the
+problem files' strides, permuted scales), and B1 and B2 of one shape.
 """
 
 from __future__ import annotations
 
-from .. import cute_host
+from ..cute import arch, launch
 from ..errors import ShapeError
 from .gemm import NARROW_TILE_N, TILE_N, check_gemm_operands, tile_n_for
 
@@ -27,25 +33,25 @@ def validate(data) -> tuple:
 def compile_kernel(tile_n: int = TILE_N, sm_count: int = None):
     from . import host  # imports cutlass (sm_100a): only when compiling or running
 
-    return host.compile_gemm_family(tile_n, 2, 1, sm_count or cute_host.sm_count())
+    return host.compile_gemm_family(tile_n, 2, 1, sm_count or arch.sm_count())
 
 
 def _prepare(data):
     """Launcher for one input: checks, capability, torch -> CuTe conversion, done once per input."""
     m, n, _k, l = validate(data)
     a, b1, b2, _sfa, _sfb1, _sfb2, sfa_perm, sfb1_perm, sfb2_perm, c = data
-    cute_host.require_capability((10, 0), "sm100")
+    arch.require_capability((10, 0), "sm100")
     from . import host
 
-    _, compiled = compile_kernel(tile_n_for(m, n, l, 2, cute_host.sm_count()))
-    return cute_host.launcher(compiled, [
+    _, compiled = compile_kernel(tile_n_for(m, n, l, 2, arch.sm_count()))
+    return launch.launcher(compiled, [
         host.operand(a), host.operand(b1), host.operand(b2),
         host.permuted_scales_ptr("sfa_perm", sfa_perm), host.permuted_scales_ptr("sfb1_perm", sfb1_perm),
         host.permuted_scales_ptr("sfb2_perm", sfb2_perm), host.output(c),
     ])
 
 
-LAUNCHES = cute_host.LaunchCache()
+LAUNCHES = launch.LaunchCache()
 
 
 def run(data):

@@ -1,23 +1,33 @@
 """sm100 backend for the gemm problem: c = A * B^T (NVFP4 in, fp16 out), one launch.
 
-Configuration (reasons in blockscaled_gemm.py): 1-CTA tcgen05 MMA, persistent grid of one CTA
+Configuration (reasons in gemm_kernel.py): 1-CTA tcgen05 MMA, persistent grid of one CTA
 per SM, 128-row tiles of N = 128, or N = 64 when 128 x 128 tiles leave SMs idle (tile_n_for): the
 benchmark shapes (M = 128, N = 4096..7168) have 32-56 tiles of 128 x 128 for 148 SMs and 64-112
 of 128 x 64. N = 256 would leave 16-28. The k-loop (8-64 k-tiles) amortizes each tile's prologue.
 Split-K over a cluster would add CTAs too, but needs a cross-CTA reduction of fp32 accumulators
-that live in tensor memory (worklog-sm100-kernels.md says why N = 64 was chosen).
+that live in tensor memory (worklog-sm100-kernels.md says why N = 64 was chosen). Each distinct input is
+checked and converted once (_prepare); a repeated call is one LAUNCHES lookup and a CUDA-graph launch.
+dual_gemm.py and group_gemm.py share check_gemm_operands and tile_n_for.
+
+    brain kernels run gemm --backend sm100 --tests --check       # against the exact reference
+    brain kernels run gemm --backend sm100 --benchmarks --bench  # timed, with speed of light
+
+Constraints: a GPU of compute capability 10.0 exactly (sm_100a cubin, not 10.3); K % 256 == 0; N % 8 == 0;
+M any (the TMA clips rows past M); a and b 32-byte aligned, c 16-byte aligned, all with the problem files'
+strides (K-major, L outermost); the permuted scales are read, stored in (L, rest_mn, rest_k, 32, 4, 4) order,
+the plain ones are not.
 """
 
 from __future__ import annotations
 
 import torch
 
-from .. import cute_host
+from ..cute import arch, launch, operands
 from ..errors import ShapeError
+from ..formats import SF_VEC_SIZE
 
 TILE_N = 128
 NARROW_TILE_N = 64
-SF_VEC = 16
 FP4 = torch.float4_e2m1fn_x2
 AB_ALIGN = 32  # bytes; matches host.TMA_ALIGN (K % 256 == 0 keeps every row 128 B aligned)
 
@@ -31,13 +41,13 @@ def check_gemm_operands(problem: str, a, bs, sfa_perm, sfb_perms, c) -> tuple:
         raise ShapeError(f"{problem}: K={k} must be a multiple of 256")
     if n % 8:
         raise ShapeError(f"{problem}: N={n} must be a multiple of 8 (16-byte rows of C for the TMA store)")
-    cute_host.check_operand("a", a, m, k // 2, l, FP4, AB_ALIGN)
+    operands.check_operand("a", a, m, k // 2, l, FP4, AB_ALIGN)
     for i, b in enumerate(bs):
-        cute_host.check_operand(f"b{i + 1 if len(bs) > 1 else ''}", b, n, k // 2, l, FP4, AB_ALIGN)
-    cute_host.check_permuted_scales("sfa_perm", sfa_perm, m, k // SF_VEC, l)
+        operands.check_operand(f"b{i + 1 if len(bs) > 1 else ''}", b, n, k // 2, l, FP4, AB_ALIGN)
+    operands.check_permuted_scales("sfa_perm", sfa_perm, m, k // SF_VEC_SIZE, l)
     for i, sfb in enumerate(sfb_perms):
-        cute_host.check_permuted_scales(f"sfb{i + 1 if len(bs) > 1 else ''}_perm", sfb, n, k // SF_VEC, l)
-    cute_host.check_operand("c", c, m, n, l, torch.float16, cute_host.TMA_ALIGN_BYTES)
+        operands.check_permuted_scales(f"sfb{i + 1 if len(bs) > 1 else ''}_perm", sfb, n, k // SF_VEC_SIZE, l)
+    operands.check_operand("c", c, m, n, l, torch.float16, operands.TMA_ALIGN_BYTES)
     return m, n, k, l
 
 
@@ -67,24 +77,24 @@ def tile_n_for(m: int, n: int, l: int, num_b: int, sm_count: int) -> int:
 def compile_kernel(tile_n: int = TILE_N, sm_count: int = None):
     from . import host  # imports cutlass (sm_100a): only when compiling or running
 
-    return host.compile_gemm_family(tile_n, 1, 1, sm_count or cute_host.sm_count())
+    return host.compile_gemm_family(tile_n, 1, 1, sm_count or arch.sm_count())
 
 
 def _prepare(data):
     """Launcher for one input: checks, capability, torch -> CuTe conversion, done once per input."""
     m, n, _k, l = validate(data)
     a, b, _sfa, _sfb, sfa_perm, sfb_perm, c = data
-    cute_host.require_capability((10, 0), "sm100")
+    arch.require_capability((10, 0), "sm100")
     from . import host
 
-    _, compiled = compile_kernel(tile_n_for(m, n, l, 1, cute_host.sm_count()))
-    return cute_host.launcher(compiled, [
+    _, compiled = compile_kernel(tile_n_for(m, n, l, 1, arch.sm_count()))
+    return launch.launcher(compiled, [
         host.operand(a), host.operand(b), host.permuted_scales_ptr("sfa_perm", sfa_perm),
         host.permuted_scales_ptr("sfb_perm", sfb_perm), host.output(c)])
 
 
-# Launches prepared per distinct input (cute_host.LaunchCache): a repeated call converts nothing.
-LAUNCHES = cute_host.LaunchCache()
+# Launches prepared per distinct input (launch.LaunchCache): a repeated call converts nothing.
+LAUNCHES = launch.LaunchCache()
 
 
 def run(data):

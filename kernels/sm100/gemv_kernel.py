@@ -14,6 +14,10 @@ Work split: one warp per ROWS_PER_WARP rows; each lane owns 32 consecutive K val
 two scale factors) per step, so a warp step covers 1024 K values of each row with fully coalesced
 512-byte row segments. Partial sums are reduced across the warp with butterfly shuffles.
 
+Run: `brain kernels run gemv --backend sm100 --tests --check` (compute capability 10.0); any machine:
+`python -m kernels.sm100.sass_check gemv` (cross-compile, check the SASS). Constraints: K % 64 == 0 (32-byte
+rows of A and b for the 128-bit loads); M any; plain scales; operands K-major, L outermost.
+
 Compiled for sm_100a and inspected on a CPU machine; not run on a Blackwell GPU by this project.
 """
 
@@ -24,10 +28,11 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 
+from ..formats import SF_VEC_SIZE
+
 AB_DTYPE = cutlass.Float4E2M1FN
 SF_DTYPE = cutlass.Float8E4M3FN
 C_DTYPE = cutlass.Float16
-SF_VEC_SIZE = 16
 VALUES_PER_LANE = 32  # one 128-bit load of e2m1 values = two 16-value scale blocks
 WARPS_PER_CTA = 4
 # Rows per warp x warp steps per loop iteration: every 128-bit load of A for 4 rows x 2 steps is
@@ -80,8 +85,9 @@ class NvFp4GemvSm100:
         load_b = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), AB_DTYPE, num_bits_per_copy=128)
         load_sf = cute.make_copy_atom(cute.nvgpu.CopyG2ROp(), SF_DTYPE, num_bits_per_copy=16)
 
-        # (VALUES_PER_LANE, K / VALUES_PER_LANE) views of one row of a / b and its scales.
+        # (VALUES_PER_LANE, K / VALUES_PER_LANE): row 0 of b, one 32-value chunk per column
         b_chunks = cute.zipped_divide(mB[(0, None, batch)], (VALUES_PER_LANE,))
+        # (VALUES_PER_LANE / SF_VEC_SIZE, K / VALUES_PER_LANE): its scales, chunk for chunk
         sfb_chunks = cute.zipped_divide(mSFB[(0, None, batch)], (VALUES_PER_LANE // SF_VEC_SIZE,))
 
         loads = (load_a, load_b, load_sf)
@@ -137,7 +143,9 @@ class NvFp4GemvSm100:
             # Rows past M are clamped for loading (valid address, result never stored) instead of
             # branching around the loads.
             row = cutlass.min(first_row + r, m - 1)
+            # (VALUES_PER_LANE, K / VALUES_PER_LANE): row `row` of A, as b above
             a_chunks = cute.zipped_divide(mA[(row, None, batch)], (VALUES_PER_LANE,))
+            # (VALUES_PER_LANE / SF_VEC_SIZE, K / VALUES_PER_LANE): its scales
             sfa_chunks = cute.zipped_divide(mSFA[(row, None, batch)], (VALUES_PER_LANE // SF_VEC_SIZE,))
             for j in cutlass.range_constexpr(n):
                 rA.append(cute.make_rmem_tensor((VALUES_PER_LANE,), AB_DTYPE))

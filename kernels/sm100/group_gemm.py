@@ -2,15 +2,22 @@
 
 Per-group TMA descriptors (A, B, SFA, SFB, C) are built on the host and passed as kernel
 parameters, so no CTA initializes, updates or fences a tensormap; they are encoded once per input set,
-when its launch is captured as a CUDA graph (cute_host.launcher), not on every call; the tile scheduler walks the
+when its launch is captured as a CUDA graph (launch.launcher), not on every call; the tile scheduler walks the
 tiles of all groups back to back (each group has its own M, N and K). M need not be a multiple
 of 128: the TMA zero-fills rows past a group's M on load and drops them on store. The kernel is
-compiled once per group count G (G sets how many descriptors the kernel takes).
+compiled once per group count G (G sets how many descriptors the kernel takes). A repeat of the last input
+is answered by launch.LastGroups (2 x G identity tests), any other through LAUNCHES.
+
+    brain kernels run group_gemm --backend sm100 --tests --check
+    brain kernels run group_gemm --backend sm100 --benchmarks --bench
+
+Constraints: those of gemm.py per group (compute capability 10.0, K % 256 == 0, N % 8 == 0, aligned operands
+with the problem files' strides, permuted scales), L = 1 in every group, and 1 to 16 groups per launch.
 """
 
 from __future__ import annotations
 
-from .. import cute_host
+from ..cute import arch, launch
 from ..errors import ShapeError, UnsupportedShape
 from .gemm import check_gemm_operands
 
@@ -47,14 +54,14 @@ def validate(data) -> list:
 def compile_kernel(num_groups: int, sm_count: int = None):
     from . import host  # imports cutlass (sm_100a): only when compiling or running
 
-    return host.compile_gemm_family(TILE_N, 1, num_groups, sm_count or cute_host.sm_count())
+    return host.compile_gemm_family(TILE_N, 1, num_groups, sm_count or arch.sm_count())
 
 
 def _prepare(data):
     """Launcher for one input set: checks, capability, torch -> CuTe conversion, done once per set."""
     groups = validate(data)
     abc, _sf_plain, sf_perm, _sizes = data
-    cute_host.require_capability((10, 0), "sm100")
+    arch.require_capability((10, 0), "sm100")
     from . import host
 
     _, compiled = compile_kernel(len(groups))
@@ -62,11 +69,11 @@ def _prepare(data):
     for i, ((a, b, c), (sfa_p, sfb_p)) in enumerate(zip(abc, sf_perm)):
         args += [host.operand(a), host.operand(b), host.permuted_scales_ptr(f"sfa_perm[{i}]", sfa_p),
                  host.permuted_scales_ptr(f"sfb_perm[{i}]", sfb_p), host.output(c)]
-    return cute_host.launcher(compiled, args)
+    return launch.launcher(compiled, args)
 
 
-LAUNCHES = cute_host.LaunchCache()
-_LAST = cute_host.LastGroups()
+LAUNCHES = launch.LaunchCache()
+_LAST = launch.LastGroups()
 
 
 def run(data):

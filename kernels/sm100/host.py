@@ -1,7 +1,7 @@
 """Host side of the sm100 kernels: compile-once caches, fake arguments, torch -> CuTe conversion.
 
 The problem modules (gemm, dual_gemm, group_gemm, gemv) call into this; the generic parts
-(arch selection, pointers, SASS) live in kernels/cute_host.py, shared with the sm90 kernels.
+(arch selection, pointers, launches) live in kernels/cute/, shared with the sm90 kernels.
 Importing this module imports cutlass (for sm_100a, unless the process already chose an arch).
 """
 
@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from typing import List
 
-from .. import cute_host
+from ..cute import arch, launch, operands
 
 # With CUTE_DSL_ARCH unset the DSL targets sm_100a anyway; say it explicitly so a process that
 # imports these kernels first compiles for the right GPU (ArchMismatch if it chose another).
-cute_host.import_cutlass("sm_100a")
+arch.import_cutlass("sm_100a")
 
 import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.runtime import from_dlpack, make_fake_compact_tensor  # noqa: E402
 
-from .blockscaled_gemm import AB_DTYPE, C_DTYPE, SF_DTYPE, BlockScaledGemmSm100  # noqa: E402
+from .gemm_kernel import AB_DTYPE, C_DTYPE, SF_DTYPE, BlockScaledGemmSm100  # noqa: E402
 from .gemv_kernel import NvFp4GemvSm100  # noqa: E402
 
-COMPILED = cute_host.CompileCache()
+COMPILED = launch.CompileCache()
 TMA_ALIGN = 32  # A/B row starts: K % 256 == 0 -> every row is 128-byte aligned; assume 32.
 
 
@@ -40,8 +40,8 @@ def fake_gemm_args(kernel: BlockScaledGemmSm100) -> List:
     args = []
     for _ in range(kernel.num_groups):
         args += [_fake_mkl(AB_DTYPE, TMA_ALIGN) for _ in range(1 + kernel.num_b)]
-        args += [cute_host.fake_ptr(SF_DTYPE, cute_host.TMA_ALIGN_BYTES) for _ in range(1 + kernel.num_b)]
-        args.append(_fake_mkl(C_DTYPE, cute_host.TMA_ALIGN_BYTES))
+        args += [operands.fake_ptr(SF_DTYPE, operands.TMA_ALIGN_BYTES) for _ in range(1 + kernel.num_b)]
+        args.append(_fake_mkl(C_DTYPE, operands.TMA_ALIGN_BYTES))
     return args
 
 
@@ -56,11 +56,11 @@ def fake_gemv_args() -> List:
 
 def compile_gemm_family(tile_n: int, num_b: int, num_groups: int, sm_count: int):
     """(kernel object, compiled function) for one static configuration, compiled once."""
-    key = ("blockscaled_gemm", tile_n, num_b, num_groups, sm_count)
+    key = ("gemm", tile_n, num_b, num_groups, sm_count)
 
     def build():
         kernel = BlockScaledGemmSm100(tile_n=tile_n, num_b=num_b, num_groups=num_groups, sm_count=sm_count)
-        compiled = cute.compile(kernel, cute_host.fake_stream(), *fake_gemm_args(kernel))
+        compiled = cute.compile(kernel, operands.fake_stream(), *fake_gemm_args(kernel))
         return kernel, compiled
 
     return COMPILED.get(key, build)
@@ -69,7 +69,7 @@ def compile_gemm_family(tile_n: int, num_b: int, num_groups: int, sm_count: int)
 def compile_gemv():
     def build():
         kernel = NvFp4GemvSm100()
-        return kernel, cute.compile(kernel, cute_host.fake_stream(), *fake_gemv_args())
+        return kernel, cute.compile(kernel, operands.fake_stream(), *fake_gemv_args())
 
     return COMPILED.get(("gemv",), build)
 
@@ -88,7 +88,7 @@ def operand(t, align: int = TMA_ALIGN):
     return from_dlpack(t, assumed_align=align).mark_layout_dynamic(leading_dim=1)
 
 
-def output(t, align: int = cute_host.TMA_ALIGN_BYTES):
+def output(t, align: int = operands.TMA_ALIGN_BYTES):
     """fp16 C [rows, cols, L] -> CuTe tensor; gemv's [M, 1, L] is passed as its (M, L) view."""
     if t.shape[1] == 1:
         return from_dlpack(t[:, 0, :], assumed_align=2).mark_layout_dynamic(leading_dim=0)
@@ -101,4 +101,4 @@ def plain_scales(t):
 
 def permuted_scales_ptr(name: str, t):
     """Pointer to permuted scales (their layout is rebuilt in the kernel from A's / B's shape)."""
-    return cute_host.torch_ptr(t, SF_DTYPE, cute_host.TMA_ALIGN_BYTES)
+    return operands.torch_ptr(t, SF_DTYPE, operands.TMA_ALIGN_BYTES)

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
-from .. import cute_host
+from ..cute.arch import B200_SM_COUNT
+from ..tooling.sass import compiled_sass, sass_targets
 from . import dual_gemm, gemm, gemv, group_gemm, host
 
 
@@ -85,7 +86,7 @@ def benchmark_configs() -> List[KernelConfig]:
             out.append(KernelConfig(
                 name, cfg,
                 (lambda cfg=cfg: host.compile_gemm_family(cfg["tile_n"], cfg["num_b"], cfg["num_groups"],
-                                                          cute_host.B200_SM_COUNT)),
+                                                          B200_SM_COUNT)),
                 _gemm_family_requirements(cfg["num_b"], cfg["num_groups"])))
     out.append(KernelConfig("gemv", {}, host.compile_gemv, GEMV_REQUIREMENTS, forbidden=(r"\bUTC[A-Z]*MMA\b",)))
     return out
@@ -98,10 +99,10 @@ def inspect(kc: KernelConfig, keep_dir: Optional[str] = None) -> SassReport:
     kernel, compiled = kc.compile()
     compile_s = time.perf_counter() - start
     start = time.perf_counter()
-    sass = cute_host.compiled_sass(compiled, kc.name, keep_dir=keep_dir)
+    sass = compiled_sass(compiled, kc.name, keep_dir=keep_dir)
     export_s = time.perf_counter() - start
     instructions = [line for line in sass.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", line)]
-    report = SassReport(kc.name, kc.config, compile_s, export_s, len(instructions), cute_host.sass_targets(sass))
+    report = SassReport(kc.name, kc.config, compile_s, export_s, len(instructions), sass_targets(sass))
     for attr in ("num_ab_stage", "num_acc_stage", "num_c_stage", "smem_bytes"):
         if hasattr(kernel, attr):
             report.stages[attr] = getattr(kernel, attr)
@@ -122,7 +123,7 @@ def _cache_key(kc: KernelConfig):
     if kc.name == "gemv":
         return ("gemv",)
     cfg = kc.config
-    return ("blockscaled_gemm", cfg["tile_n"], cfg["num_b"], cfg["num_groups"], cute_host.B200_SM_COUNT)
+    return ("gemm", cfg["tile_n"], cfg["num_b"], cfg["num_groups"], B200_SM_COUNT)
 
 
 def main(argv=None) -> int:

@@ -6,15 +6,15 @@ Nothing here imports cutlass; the registry imports the target module when a back
 from ..registry import register_backend
 
 register_backend(
-    "gemm", "sm90", target="kernels.sm90.gemm:run_gemm", capability=(9, 0),
+    "gemm", "sm90", target="kernels.sm90.gemm:run", capability=(9, 0),
     description="warp-specialized fp16 wgmma (fp32 acc): weights (B) decoded in registers from global, A decoded once per call by a pre-pass and bulk-copied into smem by a producer warpgroup; split-K over a cluster",
 )
 register_backend(
-    "dual_gemm", "sm90", target="kernels.sm90.gemm:run_dual_gemm", capability=(9, 0),
+    "dual_gemm", "sm90", target="kernels.sm90.dual_gemm:run", capability=(9, 0),
     description="A decoded once for B1 and B2 (the consumer warpgroups' blocks cover both; 3 of them for N3072), silu(x1)*x2 fused in the epilogue",
 )
 register_backend(
-    "group_gemm", "sm90", target="kernels.sm90.gemm:run_group_gemm", capability=(9, 0),
+    "group_gemm", "sm90", target="kernels.sm90.group_gemm:run", capability=(9, 0),
     description="all groups in one launch (group table in device memory, CTA index ranges), M tails masked, wgmma",
 )
 register_backend(

@@ -26,7 +26,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, Uint32
 
-SF_VEC_SIZE = 16
+from ..formats import SF_VEC_SIZE
+
 TILE_K = 256  # K values per pipeline stage: 128 bytes of e2m1 + 16 scale bytes per row
 ROW_BYTES = TILE_K // 2
 SF_ROW_BYTES = TILE_K // SF_VEC_SIZE

@@ -1,15 +1,26 @@
-"""sm90 backends for gemm, dual_gemm and group_gemm: argument checks and launch of the
-in-kernel-decode wgmma kernel (kernels/sm90/gemm_kernel.py). Input tuples and outputs are the
-GPU MODE ones (see kernels/problems.py); outputs are written into the given c tensors.
+"""sm90 backend for gemm: c = A·Bᵀ per batch, NVFP4 A [M, K/2, L] and B [N, K/2, L] with e4m3 block scales,
+fp16 c [M, N, L] written in place.
 
-A call looks its tensors up in host.LAUNCHES; only a new input is checked, tiled, tabled and
-converted (_prepare), so a repeated call costs a few microseconds of host time."""
+The in-kernel-decode wgmma kernel (gemm_kernel.py): B is decoded in registers, A once per call by a pre-pass
+kernel, the product accumulates in fp32. Each distinct input is checked, tiled (host.gemm_config), tabled
+and converted once (prepare_groups, shared with dual_gemm.py and group_gemm.py, which launch the same kernel);
+a repeated call is one LAUNCHES lookup and a CUDA-graph launch.
+
+    brain kernels run gemm --backend sm90 --tests --check       # against the exact reference
+    brain kernels run gemm --backend sm90 --benchmarks --bench  # timed, with speed of light
+
+Constraints: a GPU of compute capability 9.0 (sm_90a cubin); K % 256 == 0; N even; M any (rows past M are
+clamped on load and never stored); M x K / 2 and N x K / 2 under 2 GiB per batch (32-bit row offsets);
+every tensor a CUDA tensor, 16-byte aligned, with the problem files' strides (K-major, L outermost); the plain
+scales are read, the permuted ones are not.
+"""
 
 from __future__ import annotations
 
 from cutlass import Int32, Int64
 
-from .. import cute_host
+from ..cute import launch
+from ..formats import SF_VEC_SIZE
 from . import host
 
 
@@ -19,16 +30,18 @@ def _table_row(problem: str, a, bs, sfa, sfbs, c):
     n, k = bs[0].shape[0], half_k * 2
     host.check_gemm_shape(problem, m, n, k)
     b_addrs = [host.operand_address(f"b{j + 1}", b, n, half_k, l) for j, b in enumerate(bs)]
-    sfb_addrs = [host.operand_address(f"sfb{j + 1}", sfb, n, k // 16, l) for j, sfb in enumerate(sfbs)]
+    sfb_addrs = [host.operand_address(f"sfb{j + 1}", sfb, n, k // SF_VEC_SIZE, l) for j, sfb in enumerate(sfbs)]
     if len(bs) == 1:  # the kernel ignores b2 / sfb2 when it has one B operand
         b_addrs, sfb_addrs = b_addrs * 2, sfb_addrs * 2
-    row = [host.operand_address("a", a, m, half_k, l), *b_addrs, host.operand_address("sfa", sfa, m, k // 16, l),
-           *sfb_addrs, host.operand_address("c", c, m, n, l), m, n, k]
+    row = [host.operand_address("a", a, m, half_k, l), *b_addrs,
+           host.operand_address("sfa", sfa, m, k // SF_VEC_SIZE, l), *sfb_addrs,
+           host.operand_address("c", c, m, n, l), m, n, k]
     return m, n, l, row
 
 
-def _prepare(problem: str, groups: list):
-    """Launcher for one input: groups = [(a, [b] or [b1, b2], sfa, [sfb...], c)] (one per group)."""
+def prepare_groups(problem: str, groups: list):
+    """Launcher for one input of gemm, dual_gemm or group_gemm: groups = [(a, [b] or [b1, b2], sfa, [sfb...], c)]
+    (one per group)."""
     shapes = [_table_row(problem, a, bs, sfa, sfbs, c) for a, bs, sfa, sfbs, c in groups]
     batches = shapes[0][2]
     if problem == "group_gemm" and any(l != 1 for _m, _n, l, _row in shapes):
@@ -44,33 +57,18 @@ def _prepare(problem: str, groups: list):
         before = (pre, [Int64(pre_table.data_ptr()), Int32(pre_rows), Int32(k_tiles)])
         held = (buffers, pre_table)
     table = host.tile_table(rows, tiles, groups[0][4].device)
-    return cute_host.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)],
-                              keep_alive=(table, *held), before=before)
+    return launch.launcher(compiled, [Int64(table.data_ptr()), Int32(sum(tiles)), Int32(batches)],
+                           keep_alive=(table, *held), before=before)
 
 
-# The hot path (a launch already prepared for these tensors) is written out in each function:
-# one key tuple of the tensors' ids, one dict lookup, the launch (group_gemm: cute_host.LastGroups first).
-_GEMM, _DUAL, _GROUP = host.LAUNCHES["gemm"], host.LAUNCHES["dual_gemm"], host.LAUNCHES["group_gemm"]
-_LAST_GROUP = cute_host.LastGroups()
+# Launches prepared per distinct input (launch.LaunchCache): the checks, the tiling choice, the tile table
+# and the DSL's argument conversion run once; a repeated call is a key lookup and the launch (worklog section 10).
+LAUNCHES = launch.LaunchCache()
 
 
-def run_gemm(data):
+def run(data):
     a, b, sfa, sfb, _sfa_perm, _sfb_perm, c = data
     key = (id(a), id(b), id(sfa), id(sfb), id(c))
-    (_GEMM.get(key) or _GEMM.add(key, (a, b, sfa, sfb, c),
-                                   lambda: _prepare("gemm", [(a, [b], sfa, [sfb], c)])))()
+    (LAUNCHES.get(key) or LAUNCHES.add(key, (a, b, sfa, sfb, c),
+                                      lambda: prepare_groups("gemm", [(a, [b], sfa, [sfb], c)])))()
     return c
-
-
-def run_dual_gemm(data):
-    a, b1, b2, sfa, sfb1, sfb2, _p1, _p2, _p3, c = data
-    key = (id(a), id(b1), id(b2), id(sfa), id(sfb1), id(sfb2), id(c))
-    (_DUAL.get(key) or _DUAL.add(key, (a, b1, b2, sfa, sfb1, sfb2, c),
-                                   lambda: _prepare("dual_gemm", [(a, [b1, b2], sfa, [sfb1, sfb2], c)])))()
-    return c
-
-
-def run_group_gemm(data):
-    abc, sf_plain, _sf_perm, _sizes = data
-    return _LAST_GROUP.run(abc, sf_plain, _GROUP, lambda: _prepare(  # a repeat: 2 x G identity tests
-        "group_gemm", [(a, [b], sfa, [sfb], c) for (a, b, c), (sfa, sfb) in zip(abc, sf_plain)]))

@@ -39,6 +39,10 @@ thread): setmaxnreg moves registers from the producer (72) to the consumers (216
 decoded A tile feeds twice the MMAs (worklog section 8). Three consumers of one block (512
 threads; 80 / 144 registers, 40 / 152 with predecode) give dual N3072 128 tiles of 96 columns for
 the 132 SMs instead of 96 of 128 (worklog section 13).
+
+Run: `brain kernels run gemm --backend sm90 --tests --check` (compute capability 9.0; dual_gemm, group_gemm
+alike); any machine: `python -m kernels.sm90.sass_check`. Constraints: K % 256 == 0; N even; M any; M x K / 2
+and N x K / 2 under 2^31 per batch; operands K-major, L outermost, 16-byte aligned; plain scales.
 """
 
 from __future__ import annotations
@@ -49,8 +53,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32
 
-from .decode import (ACC_RESCALE, ROW_BYTES, SF_ROW_BYTES, SF_VEC_SIZE, TABLE_COLS, TILE_K, _decode_word,
-                     _scale_pair, cp_async_16, ldg_16, ldg_128_stream, lds_32, mul_f16x2, sts_128)
+from ..formats import SF_VEC_SIZE
+from .decode import (ACC_RESCALE, ROW_BYTES, SF_ROW_BYTES, TABLE_COLS, TILE_K, _decode_word, _scale_pair,
+                     cp_async_16, ldg_16, ldg_128_stream, lds_32, mul_f16x2, sts_128)
 from .wgmma import (B_SBO, CORE_BYTES, SMEM_LIMIT, b_descriptor, fence_proxy_async_smem, wgmma_commit,
                     wgmma_fence, wgmma_rs, wgmma_wait, wgmma_wait_all)
 

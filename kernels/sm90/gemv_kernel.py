@@ -16,6 +16,10 @@ Work split (rows_per_warp x unroll chosen per K by host.gemv_config: 4 x 2 or 8 
 of A, two scale bytes) per step, so a warp step covers 1024 K values with 512-byte coalesced
 row segments; UNROLL steps are loaded before any is computed, and partial sums are reduced
 across the warp with butterfly shuffles.
+
+Run: `brain kernels run gemv --backend sm90 --tests --check` (compute capability 9.0); any machine:
+`python -m kernels.sm90.sass_check` (cross-compile, check the SASS). Constraints: K % 64 == 0; M any; b of
+128 rows (row 0 read); plain scales; operands K-major, L outermost, 16-byte aligned.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, Uint32
 
+from ..formats import SF_VEC_SIZE
 from .decode import _decode_word, ldg_16, ldg_128, ldg_128_stream
 
-SF_VEC_SIZE = 16
 VALUES_PER_LANE = 32
 WARPS_PER_CTA = 4
 # Four rows per warp: four independent 128-bit loads in flight per lane, and b's decode (16

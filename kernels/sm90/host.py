@@ -1,4 +1,4 @@
-"""Host side of the sm90 kernels: compile-once cache, argument packing, SASS for the CI check.
+"""Host side of the sm90 kernels: compile-once cache, kernel configuration and tiling, argument packing.
 
 The kernels take raw addresses and sizes as scalar arguments (no framework tensors), so one
 compile serves every shape, compiling needs no GPU, and a launch costs no DLPack conversion.
@@ -7,14 +7,11 @@ Importing this module imports cutlass for sm_90a (ArchMismatch if the process ch
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
-from pathlib import Path
-
-from .. import cute_host
+from ..cute import arch, launch, operands
 from ..errors import UnsupportedShape
+from ..formats import SF_VEC_SIZE
 
-cute_host.import_cutlass("sm_90a")
+arch.import_cutlass("sm_90a")
 
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
@@ -23,7 +20,7 @@ from .decode import TILE_K  # noqa: E402
 from .gemm_kernel import Fp4GemmSm90  # noqa: E402
 from .gemv_kernel import Fp4GemvSm90  # noqa: E402
 
-COMPILED = cute_host.CompileCache()
+COMPILED = launch.CompileCache()
 
 # Kernel configuration per problem; bench/kernels/sm90_sweep.py --config overrides it to compare
 # variants. gemm family: x_tile (rows of A per CTA), blocks (64-row weight blocks per consumer
@@ -118,11 +115,11 @@ def compile_gemm(num_b: int, x_tile: int = 128, stages: int = 3, split_k: int = 
         kernel = Fp4GemmSm90(num_b=num_b, x_tile=x_tile, stages=stages, split_k=split_k, blocks=blocks,
                              consumers=consumers, predecode=bool(predecode))
         compile_fn = cute.compile[cute.KeepCUBIN()] if keep_cubin else cute.compile
-        compiled = compile_fn(kernel, cute_host.fake_stream(), cutlass.Int64(0), cutlass.Int32(1), cutlass.Int32(1))
+        compiled = compile_fn(kernel, operands.fake_stream(), cutlass.Int64(0), cutlass.Int32(1), cutlass.Int32(1))
         pre = None
         if predecode:
             i64, i32 = cutlass.Int64(0), cutlass.Int32(1)
-            pre = compile_fn(kernel.predecode_a, cute_host.fake_stream(), i64, i32, i32)
+            pre = compile_fn(kernel.predecode_a, operands.fake_stream(), i64, i32, i32)
         return kernel, compiled, pre
 
     return COMPILED.get(("gemm", num_b, x_tile, stages, split_k, blocks, consumers, predecode, keep_cubin), build)
@@ -153,7 +150,7 @@ def compile_gemv(rows_per_warp: int = 4, unroll: int = 2, warps: int = 4, diag: 
         kernel = Fp4GemvSm90(rows_per_warp=rows_per_warp, unroll=unroll, warps=warps, diag=diag)
         compile_fn = cute.compile[cute.KeepCUBIN()] if keep_cubin else cute.compile
         args = [cutlass.Int64(0)] * 5 + [cutlass.Int32(128), cutlass.Int32(64), cutlass.Int32(1)]
-        return kernel, compile_fn(kernel, cute_host.fake_stream(), *args)
+        return kernel, compile_fn(kernel, operands.fake_stream(), *args)
 
     return COMPILED.get(("gemv", rows_per_warp, unroll, warps, diag, keep_cubin), build)
 
@@ -185,15 +182,9 @@ def operand_address(name: str, t, rows: int, cols: int, batches: int) -> int:
         raise ValueError(f"{name}: dtype {t.dtype}, expected {' or '.join(map(str, want))}")
     if not t.is_cuda:
         raise ValueError(f"{name}: expected a CUDA tensor, got one on {t.device}")
-    cute_host.check_mkl(name, t, rows, cols, batches)
-    cute_host.require_aligned(name, t, 16)  # cp.async moves 16-byte chunks
+    operands.check_mkl(name, t, rows, cols, batches)
+    operands.require_aligned(name, t, 16)  # cp.async moves 16-byte chunks
     return t.data_ptr()
-
-
-# Every launch goes through this cache (cute_host.LaunchCache): the checks, the tiling choice,
-# the tile table and the DSL's argument conversion run once per distinct input; a repeated call
-# is a key lookup and the launch (worklog section 10).
-LAUNCHES = {problem: cute_host.LaunchCache() for problem in ("gemv", "gemm", "dual_gemm", "group_gemm")}
 
 
 def predecode_plan(kernel, group_rows: list, batches: int, device):
@@ -209,7 +200,7 @@ def predecode_plan(kernel, group_rows: list, batches: int, device):
     base, pre, rows = out.data_ptr(), [], []
     for row, (m, k, m_tiles, k_tiles) in zip(group_rows, shapes):
         for batch in range(batches):
-            a, sfa = row[0] + batch * m * k // 2, row[3] + batch * m * k // 16
+            a, sfa = row[0] + batch * m * k // 2, row[3] + batch * m * k // SF_VEC_SIZE
             for mt in range(m_tiles):
                 pre.append([a, sfa, base + (batch * m_tiles + mt) * k_tiles * kernel.xbuf_bytes, m, k,
                             mt * kernel.tile_m])
@@ -227,27 +218,3 @@ def tile_table(group_rows: list, tiles_per_group: list, device):
 
     rows = [row + [local] for row, tiles in zip(group_rows, tiles_per_group) for local in range(tiles)]
     return torch.tensor(rows, dtype=torch.int64).to(device)
-
-
-# ----------------------------------------------------------------------------------------------
-# SASS (CI check on a CPU machine)
-# ----------------------------------------------------------------------------------------------
-
-def sass_of(compiled) -> str:
-    """SASS of a function compiled with keep_cubin=True (cuobjdump on the kept cubin).
-
-    export_to_c cannot describe the scalar varargs these kernels take, so the cubin comes from
-    the compiler's artifacts instead of an exported object.
-    """
-    cubin = compiled.artifacts.CUBIN
-    if not cubin:
-        raise RuntimeError("no cubin kept: compile with keep_cubin=True")
-    tool = cute_host.find_cuda_tool("cuobjdump")
-    with tempfile.TemporaryDirectory(prefix="sm90_sass_") as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        result = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True,
-                                env=cute_host._tool_env())
-    if result.returncode != 0:
-        raise RuntimeError(f"cuobjdump failed: {result.stderr.strip()}")
-    return result.stdout

@@ -20,7 +20,7 @@ os.environ["CUTE_DSL_ARCH"] = "sm_90a"
 # KeepCUBIN also writes the cubin into the DSL dump dir: keep it out of the working tree.
 os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="sm90_sass_"))
 
-from .. import cute_host  # noqa: E402
+from ..tooling.sass import kept_cubin_sass, sass_opcodes, sass_targets  # noqa: E402
 from . import host  # noqa: E402
 from .gemm_kernel import REG_SPLIT, WGMMA_PENDING  # noqa: E402
 
@@ -68,8 +68,8 @@ def configurations():
 def check(name, cfg, build) -> dict:
     t0 = time.time()
     _kernel, compiled = build()
-    sass = host.sass_of(compiled)
-    ops = cute_host.sass_opcodes(sass)
+    sass = kept_cubin_sass(compiled)
+    ops = sass_opcodes(sass)
     gemm_main = name not in ("gemv", "predecode_a")  # a gemm-family main kernel
     required = {"gemv": GEMV_REQUIRED, "predecode_a": PREDECODE_REQUIRED}.get(name, GEMM_REQUIRED)
     if gemm_main and cfg.get("predecode"):
@@ -88,7 +88,7 @@ def check(name, cfg, build) -> dict:
             failures.append("no 128-bit global load of A")
     keep = ("HMMA", "HGMMA", "LDGSTS", "LDS", "LDSM", "LDG", "STG", "HMUL2", "HFMA2", "LOP3", "SHF", "PRMT",
             "BAR", "SYNCS", "USETMAXREG", "STL", "LDL")
-    return {"name": name, "config": cfg, "targets": sorted(cute_host.sass_targets(sass)), "seconds": round(time.time() - t0, 1),
+    return {"name": name, "config": cfg, "targets": sorted(sass_targets(sass)), "seconds": round(time.time() - t0, 1),
             "counts": {op: ops[op] for op in keep if ops[op]}, "failures": failures}
 
 

@@ -33,7 +33,7 @@ def test_search_get_and_post_agree_with_the_core(client, api_brain):
     top = body["results"][0]
     assert top["source"] == "000_51fd70c217354f0e.txt" and "Scoping" in top["text"]
     assert set(top) == {"rank", "score", "text", "source", "start_line", "end_line", "section", "kind", "tags",
-                        "language", "corpus", "patterns", "superseded_by", "conflicts_with"}
+                        "language", "corpus", "patterns", "superseded_by", "conflicts_with", "attempt"}
     post = client.post("/search", json={"q": "variable scoping in dynamic control flow", "k": 3}).json()
     core = api_brain.search("variable scoping in dynamic control flow", 3)
     assert [x["text"] for x in post["results"]] == [x["text"] for x in body["results"]] \
@@ -174,13 +174,26 @@ def test_delete_of_a_shipped_file_is_refused(client, key_header):
     assert client.delete("/documents/uploads/never-there.md", headers=key_header).status_code == 404
 
 
-def test_ingest_is_incremental(client, api_settings, monkeypatch):
-    # POST /ingest re-scans the default corpora too; keep this test off the real, slow-to-embed kernels/
-    from brain.config import PROJECT_ROOT, CorpusSpec
-    monkeypatch.setattr("brain.service.default_corpora", lambda: [CorpusSpec("docs_corpus", PROJECT_ROOT / "docs_corpus")])
+def test_ingest_rescans_the_index_corpora_incrementally(client, api_settings, api_brain):
     r = client.post("/ingest", headers={"Authorization": f"Bearer {api_settings.api_key}"})
     assert r.status_code == 200
-    assert r.json()["files_changed"] == 0 and r.json()["files_seen"] >= 6, r.json()
+    s = r.json()
+    folders = {name: c["files"] for name, c in api_brain.stats()["corpora"].items() if not c["uploads"]}
+    assert set(folders) == {"docs_corpus", "sample_kernels"}  # the index's own: never the defaults' kernels/
+    assert s["files_changed"] == 0 and s["files_unchanged"] == sum(folders.values()) >= 6, s
+    assert s["files_seen"] == s["files_changed"] + s["files_unchanged"] + len(s["skipped"])
+
+
+def test_named_folders_are_for_the_local_token_only(client, key_header, tmp_path):
+    (tmp_path / "x.md").write_text("# X\n\nsecret notes on the server's disk\n")
+    body = {"corpora": [{"name": "x", "root": str(tmp_path)}]}
+    r = client.post("/ingest", json=body, headers=key_header)  # an API key from elsewhere names no server paths
+    assert r.status_code == 403 and "local token" in r.json()["error"]
+    r = client.post("/ingest", json=body, headers={"X-Brain-Token": "guessed"})
+    assert r.status_code == 401
+    assert "x" not in client.get("/stats").json()["corpora"]
+    r = client.delete("/corpora/never-there", headers=key_header)
+    assert r.status_code == 404 and "no corpus named 'never-there'" in r.json()["error"]
 
 
 def test_errors_are_json_never_tracebacks(client, api_brain, monkeypatch):

@@ -41,11 +41,11 @@ def test_busy_is_429(client, key_header):
     assert r.status_code == 429 and "in progress" in r.json()["error"]
 
 
-def test_a_run_takes_at_most_the_runner_s_shape_cap(client, key_header):
-    from kernels import runner
-    shapes = [{"m": 128, "k": 256, "l": 1}] * (runner.MAX_REQUEST_SHAPES + 1)
+def test_a_run_takes_at_most_its_shape_cap(client, key_header):
+    from api.routers import kernels
+    shapes = [{"m": 128, "k": 256, "l": 1}] * (kernels.MAX_SHAPES + 1)
     r = client.post("/kernels/gemv/run", headers=key_header, json={"backend": "torch", "shapes": shapes, "device": "cpu"})
-    assert r.status_code == 400 and str(runner.MAX_REQUEST_SHAPES) in r.json()["error"]
+    assert r.status_code == 400 and str(kernels.MAX_SHAPES) in r.json()["error"]
 
 
 def test_a_run_over_its_time_limit_stops_with_504(client, key_header, monkeypatch):
@@ -57,3 +57,15 @@ def test_a_run_over_its_time_limit_stops_with_504(client, key_header, monkeypatc
     assert r.status_code == 504 and "limit" in r.json()["error"]
     with runner.run_slot():  # and the run slot is free again
         pass
+
+
+@pytest.mark.parametrize("spec", ["./evil.py", "evil.py:custom_kernel", "evil.py"])
+def test_the_server_never_runs_a_file_named_in_a_request(client, key_header, tmp_path, monkeypatch, spec):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('x')\ndef custom_kernel(data):\n    return data[-1]\n")
+    monkeypatch.chdir(tmp_path)  # the file is right there, under the name the request gives
+    r = client.post("/kernels/gemm/run", headers=key_header,
+                    json={"backend": spec, "shapes": {"m": 128, "n": 128, "k": 256}, "device": "cpu"})
+    assert r.status_code == 404 and "unknown backend" in r.json()["error"], r.text
+    assert not marker.exists()

@@ -12,7 +12,7 @@ from mcp.client.stdio import StdioServerParameters
 from brain.config import PROJECT_ROOT
 from brain.context import count_tokens
 
-TOOLS = {"search", "pitfalls", "snippets", "sources", "attempts", "record", "conflicts"}
+TOOLS = {"search", "pitfalls", "snippets", "sources", "attempts", "record", "conflicts", "kernel_history"}
 OLD_NAMES = {"search_lessons", "lookup_pitfall", "pattern_snippets", "read_passage", "find_attempts", "record_attempt"}
 SCOPING_ERROR = "NameError: name 'acc_empty' is not defined"
 
@@ -61,6 +61,7 @@ async def exercise(client: Client) -> None:
 
 
 def test_mcp_over_stdio(api_brain, api_settings):
+    api_brain.close()  # `brain mcp` opens the embedded index for attempt records: one owner at a time
     env = {"BRAIN_HOME": str(api_settings.home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "PATH": os.environ.get("PATH", "")}
     params = StdioServerParameters(command=sys.executable, args=["-m", "cli", "mcp"], env=env, cwd=str(PROJECT_ROOT))

@@ -16,6 +16,7 @@ def test_brain_serve_answers(api_brain, api_settings, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    api_brain.close()  # the embedded index takes one owner: this test process lets go (and reopens it later)
     env = {**os.environ, "BRAIN_HOME": str(api_settings.home), "HF_HUB_OFFLINE": "1", "BRAIN_API_KEY": ""}
     log = (tmp_path / "serve.log").open("w+")
     proc = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--no-ingest", "--port", str(port)],

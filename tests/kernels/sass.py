@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kernels import cute_host
+from kernels.cute.arch import CuteUnavailable
+from kernels.tooling.sass import find_cuda_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,9 +24,9 @@ def skip_reason() -> str | None:
     if importlib.util.find_spec("cutlass") is None:
         return "cutlass (nvidia-cutlass-dsl) is not installed"
     try:
-        cute_host.find_cuda_tool("cuobjdump")
-        cute_host.find_cuda_tool("nvdisasm")
-    except cute_host.CuteUnavailable as exc:
+        find_cuda_tool("cuobjdump")
+        find_cuda_tool("nvdisasm")
+    except CuteUnavailable as exc:
         return str(exc)
     return None
 

@@ -99,3 +99,16 @@ def test_m_tail_is_named():
     out[0][130:200, 5:9, 0] += 20000.0
     res = check_output(p, out, ref)
     assert any("only the M tail: rows 128-199" in s for s in res.patterns), res.patterns
+
+
+def test_the_first_mismatch_is_named_besides_the_worst(gemm_case):
+    p, ref = gemm_case
+    out = ref.clone()
+    out[200, 3, 1] += 1000.0  # the worst
+    out[5, 300, 0] += 10.0    # the first, in (row, column, batch) order
+    res = check_output(p, out, ref)
+    assert (res.first["row"], res.first["col"], res.first["batch"]) == (5, 300, 0)
+    assert (res.worst["row"], res.worst["col"], res.worst["batch"]) == (200, 3, 1)
+    text = res.summary()
+    assert "first mismatch at row=5, col=300, batch=0: got" in text and "worst |err|=" in text
+    assert res.as_dict()["first"]["expected"] == float(ref[5, 300, 0])

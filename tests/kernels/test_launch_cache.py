@@ -1,6 +1,6 @@
 """The host path of the CuTe DSL backends does its per-input work once (no GPU needed).
 
-cute_host.LaunchCache keys prepared launches by the identity of the input tensors. These tests
+kernels/cute/launch.py's LaunchCache keys prepared launches by the identity of the input tensors. These tests
 check on the CPU that: a repeated call on the same inputs prepares nothing and runs the same,
 constant amount of Python work as the call before it (counted with sys.setprofile, the launch
 itself replaced by a counter); values rewritten in place reuse the launch; fresh tensors, a new
@@ -17,12 +17,12 @@ import weakref
 import pytest
 import torch
 
-from kernels import cute_host
+from kernels.cute.launch import LastGroups, LaunchCache
 from sass import python_for_arch
 
 
 def _counting_cache():
-    cache, log = cute_host.LaunchCache(), []
+    cache, log = LaunchCache(), []
 
     def call(tag, tensors):
         def prepare():
@@ -65,7 +65,7 @@ def test_an_entry_dies_with_its_tensors_so_a_recycled_id_cannot_hit():
 
 
 def test_the_cache_is_bounded():
-    cache = cute_host.LaunchCache(limit=3)
+    cache = LaunchCache(limit=3)
     keep = [torch.zeros(2) for _ in range(5)]
     for t in keep:
         cache.add(("x", id(t)), (t,), lambda: (lambda: None))
@@ -78,7 +78,7 @@ def _groups(n):
 
 
 def test_last_groups_answers_a_repeat_and_only_a_repeat():
-    slot, launch = cute_host.LastGroups(), object()
+    slot, launch = LastGroups(), object()
     abc, sf = _groups(3)
     assert slot.get(abc, sf) is None
     slot.put(abc, sf, launch)
@@ -92,7 +92,7 @@ def test_last_groups_answers_a_repeat_and_only_a_repeat():
 
 
 def test_last_groups_never_holds_mutable_groups():
-    slot = cute_host.LastGroups()
+    slot = LastGroups()
     abc, sf = _groups(2)
     as_lists = [list(g) for g in abc]
     slot.put(as_lists, sf, object())  # a list can change under the same id: not kept
@@ -100,7 +100,7 @@ def test_last_groups_never_holds_mutable_groups():
 
 
 def test_last_groups_lets_go_of_an_input_the_caller_dropped():
-    slot = cute_host.LastGroups()
+    slot = LastGroups()
     abc, sf = _groups(8)
     slot.put(abc, sf, object())
     gc.collect()
@@ -114,15 +114,16 @@ def test_last_groups_lets_go_of_an_input_the_caller_dropped():
 # The real backends, in a subprocess per arch (the DSL fixes its target arch at first import):
 # the launch and the compile are replaced by counters, everything else is the shipped code path.
 _BACKENDS = r"""
-import json, sys
+import importlib, json, sys
 import torch
-from kernels import cute_host, get_problem
+from kernels import get_problem
+from kernels.cute import arch, launch, operands
 
 FAMILY = sys.argv[1]
 launches = []
-cute_host.launcher = lambda compiled, args, keep_alive=None, before=None: (lambda: launches.append(1))
+launch.launcher = lambda compiled, args, keep_alive=None, before=None: (lambda: launches.append(1))
 if FAMILY == "sm90":
-    from kernels.sm90 import host, gemm, gemv
+    from kernels.sm90 import host
     from kernels.sm90.gemm_kernel import Fp4GemmSm90
     host.compile_gemm = lambda **cfg: (Fp4GemmSm90(num_b=cfg["num_b"], x_tile=cfg["x_tile"], blocks=cfg["blocks"],
                                                    consumers=cfg["consumers"], split_k=cfg["split_k"],
@@ -131,24 +132,22 @@ if FAMILY == "sm90":
     host.compile_gemv = lambda **cfg: (None, None)
     checked = host.operand_address
     def address(name, t, rows, cols, batches):  # the shipped checks, less "is it on a GPU"
-        cute_host.check_mkl(name, t, rows, cols, batches)
+        operands.check_mkl(name, t, rows, cols, batches)
         return t.data_ptr()
     host.operand_address = address
-    fns = {"gemm": gemm.run_gemm, "dual_gemm": gemm.run_dual_gemm, "group_gemm": gemm.run_group_gemm, "gemv": gemv.run}
-    caches = host.LAUNCHES
 else:
-    import importlib
-    cute_host.require_capability = lambda capability, backend: None
-    mods = {name: importlib.import_module(f"kernels.sm100.{name}") for name in ("gemm", "dual_gemm", "group_gemm", "gemv")}
+    arch.require_capability = lambda capability, backend: None
     from kernels.sm100 import host
-    for mod in mods.values():
-        mod.compile_kernel = lambda *a, **k: (None, None)
     host.operand = lambda t, align=32: t
     host.output = lambda t, align=16: t
     host.plain_scales = lambda t: t
     host.permuted_scales_ptr = lambda name, t: t
-    fns = {name: mod.run for name, mod in mods.items()}
-    caches = {name: mod.LAUNCHES for name, mod in mods.items()}
+mods = {name: importlib.import_module(f"kernels.{FAMILY}.{name}") for name in ("gemm", "dual_gemm", "group_gemm", "gemv")}
+if FAMILY == "sm100":
+    for mod in mods.values():
+        mod.compile_kernel = lambda *a, **k: (None, None)
+fns = {name: mod.run for name, mod in mods.items()}
+caches = {name: mod.LAUNCHES for name, mod in mods.items()}
 
 def events(fn, data):
     count = [0]

@@ -7,7 +7,8 @@ import types
 import pytest
 import torch
 
-from kernels import cli, registry, runner
+from cli import kernels as cli
+from kernels import registry, runner
 from kernels.errors import BackendUnavailable, Busy, KernelsError, UnknownBackend
 from kernels.reference import gemm as reference_gemm
 
@@ -85,6 +86,12 @@ def test_user_errors_are_one_line(capsys, argv, msg):
     assert err.startswith("error: ") and msg in err and "\n" not in err
 
 
+def test_an_error_naming_control_characters_prints_them_escaped(capsys):
+    assert _cli(["run", "gemm", "--backend", "x\x1b[31mred", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "x\\u001b[31mred" in err
+
+
 def test_backend_for_another_gpu_says_why(fake_backends, capsys):
     fake_backends("needs-sm90", "good", capability=(9, 0), requires=())
     if torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0):
@@ -157,24 +164,10 @@ def test_import_kernels_does_not_import_cutlass():
 def test_python_dash_m_kernels_reports_one_line_errors():
     import subprocess
 
-    out = subprocess.run([sys.executable, "-m", "kernels", "run", "gemm", "--backend", "torch",
+    out = subprocess.run([sys.executable, "-m", "cli.kernels", "run", "gemm", "--backend", "torch",
                           "--shape", "m=128,n=128,k=300"], capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.strip() == "error: gemm: K=300 must be a multiple of 256"
-
-
-def test_run_request_validates_the_http_body():
-    res = runner.run_request("gemm", {"backend": "torch", "shape": "m=128,n=128,k=256"})
-    assert res["ok"] and res["results"][0]["check"]["ok"]
-    res = runner.run_request("group_gemm", {"backend": "reference", "shape": {"m": [40, 72], "n": 128, "k": 256}})
-    assert res["ok"]
-    for body, msg in [({}, "needs 'backend'"), ({"backend": "torch", "x": 1}, "unknown request field"),
-                      ({"backend": "torch", "inputs": 1000, "bench": True}, "'inputs'"),
-                      ({"backend": "torch", "check": "yes"}, "'check' must be"),
-                      ({"backend": "torch", "shape": 5}, "'shape' must be"),
-                      ({"backend": "torch", "shape": "m=1,n=1,k=3"}, "multiple of 256")]:
-        with pytest.raises(KernelsError, match=msg):
-            runner.run_request("gemm", body)
 
 
 def test_wrong_gpu_is_reported_before_a_missing_package(fake_backends):
@@ -203,16 +196,17 @@ def _list_in_fresh_process(entry: str) -> tuple:
 
 
 def test_brain_kernels_list_imports_no_torch_and_says_what_describe_says():
-    pytest.importorskip("brain.commands", reason="the brain CLI's own dependencies are not installed (GPU box)")
-    listed, modules = _list_in_fresh_process("import cli\nmain = lambda: cli.main(['kernels', 'list', '--json'])")
+    pytest.importorskip("cli.index", reason="the brain CLI's own dependencies are not installed (GPU box)")
+    listed, modules = _list_in_fresh_process("from cli.main import main as entry\n"
+                                             "main = lambda: entry(['kernels', 'list', '--json'])")
     assert "torch" not in modules and "cutlass" not in modules
     assert listed == json.loads(json.dumps(registry.describe()))  # in-process, torch loaded
     assert listed["device"]["torch"] == torch.__version__
     assert listed["device"]["cuda_available"] == torch.cuda.is_available()
 
 
-def test_python_dash_m_kernels_list_imports_neither_torch_nor_brain():
-    _, modules = _list_in_fresh_process("from kernels import cli\n"
+def test_python_dash_m_cli_kernels_list_imports_neither_torch_nor_brain():
+    _, modules = _list_in_fresh_process("from cli import kernels as cli\n"
                                         "main = lambda: cli.main(cli.build_parser().parse_args(['list', '--json']))")
     assert not modules & {"torch", "brain", "cutlass"}
 

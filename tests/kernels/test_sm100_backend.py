@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import kernels
-from kernels import cute_host
+from kernels.cute import arch
 from kernels.errors import BackendUnavailable, ShapeError
 
 PROBLEMS = ["gemv", "gemm", "dual_gemm", "group_gemm"]
@@ -90,7 +90,7 @@ def test_gemm_rejects_permuted_scales_in_another_storage_order():
         gemm.validate(tuple(data))
 
 
-@pytest.mark.skipif(cute_host.device_capability() == (10, 0),
+@pytest.mark.skipif(arch.device_capability() == (10, 0),
                     reason="this machine has a CC 10.0 GPU; the refusal does not apply")
 @pytest.mark.parametrize("m,n,num_b,tile_n", [
     (128, 7168, 1, 64), (128, 4096, 1, 64),  # gemm benchmarks: 56 / 32 tiles of 128 x 128 for 148 SMs
@@ -101,7 +101,7 @@ def test_gemm_rejects_permuted_scales_in_another_storage_order():
 def test_narrow_tiles_only_where_wide_ones_leave_sms_idle(m, n, num_b, tile_n):
     from kernels.sm100.gemm import tile_n_for
 
-    assert tile_n_for(m, n, 1, num_b, cute_host.B200_SM_COUNT) == tile_n
+    assert tile_n_for(m, n, 1, num_b, arch.B200_SM_COUNT) == tile_n
 
 
 def test_run_refuses_without_blackwell_gpu():
@@ -115,15 +115,15 @@ def test_run_refuses_without_blackwell_gpu():
 def test_capability_check_is_exact(monkeypatch):
     # An sm_100a cubin loads only on 10.0: a 10.3 part (B300) or a 9.0 one is refused with a reason.
     for have in ((10, 3), (9, 0), (12, 0)):
-        monkeypatch.setattr(cute_host, "device_capability", lambda have=have: have)
+        monkeypatch.setattr(arch, "device_capability", lambda have=have: have)
         with pytest.raises(BackendUnavailable, match=f"10.0 exactly .* is {have[0]}.{have[1]}"):
-            cute_host.require_capability((10, 0), "sm100")
-    monkeypatch.setattr(cute_host, "device_capability", lambda: (10, 0))
-    cute_host.require_capability((10, 0), "sm100")
+            arch.require_capability((10, 0), "sm100")
+    monkeypatch.setattr(arch, "device_capability", lambda: (10, 0))
+    arch.require_capability((10, 0), "sm100")
 
 
 def _gpu_skip_reason():
-    capability = cute_host.device_capability()
+    capability = arch.device_capability()
     if capability is None:
         return "no CUDA GPU: the sm100 kernels need compute capability 10.0"
     if capability != (10, 0):
@@ -138,10 +138,10 @@ def _gpu_skip_reason():
 def test_sm100_matches_reference_on_blackwell(problem):
     """Every test shape of the problem through the runner, checked against the exact reference.
 
-    Runs `python -m kernels run PROBLEM --backend sm100 --tests --check --json` in a subprocess:
+    Runs `python -m cli.kernels run PROBLEM --backend sm100 --tests --check --json` in a subprocess:
     the DSL fixes its target arch at first import, and this session may hold cutlass for sm_90a.
     """
-    proc = subprocess.run([sys.executable, "-m", "kernels", "run", problem, "--backend", "sm100", "--tests",
+    proc = subprocess.run([sys.executable, "-m", "cli.kernels", "run", problem, "--backend", "sm100", "--tests",
                            "--check", "--json", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert proc.returncode in (0, 1), f"runner error (exit {proc.returncode}): {proc.stderr[-2000:]}"
     result = json.loads(proc.stdout)

@@ -15,7 +15,7 @@ from markers import regions
 
 SM100 = Path(__file__).resolve().parents[2] / "kernels" / "sm100"
 REQUIRED = {
-    "blockscaled_gemm.py": {"control-flow", "pipeline-setup", "tma-load", "tma-store", "s2t-copy", "tmem-alloc",
+    "gemm_kernel.py": {"control-flow", "pipeline-setup", "tma-load", "tma-store", "s2t-copy", "tmem-alloc",
                             "mma-mainloop", "epilogue", "warp-dispatch", "tile-scheduler", "tensormap",
                             "scale-factor-layout", "smem-layout"},
     "gemv_kernel.py": {"control-flow", "fp4-decode", "epilogue"},

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from sass import sass_reports
 
-from kernels import cute_host
+from kernels.tooling.sass import count_prefixed, extract_cubins, sass_opcodes
 
 CONFIGS = ["gemm", "gemm_n64", "dual_gemm", "dual_gemm_n64", "group_gemm_g8", "group_gemm_g2", "gemv"]
 
@@ -74,7 +74,7 @@ def test_extract_cubins_finds_embedded_cuda_elf(tmp_path):
     host_obj = b"\x7fELF" + b"\x00" * 60 + b"host bytes" + cubin + b"trailer"
     path = tmp_path / "k.o"
     path.write_bytes(host_obj)
-    assert cute_host.extract_cubins(path) == [cubin]
+    assert extract_cubins(path) == [cubin]
 
 
 def test_extract_cubins_ignores_non_cuda_elf(tmp_path):
@@ -82,7 +82,7 @@ def test_extract_cubins_ignores_non_cuda_elf(tmp_path):
     other[18:20] = (62).to_bytes(2, "little")  # x86-64
     path = tmp_path / "k.o"
     path.write_bytes(b"\x7fELF" + b"\x00" * 60 + bytes(other))
-    assert cute_host.extract_cubins(path) == []
+    assert extract_cubins(path) == []
 
 
 def test_sass_opcode_counting():
@@ -92,6 +92,6 @@ def test_sass_opcode_counting():
         /*0060*/                   UTCHMMA gdesc[UR4], gdesc[UR6], tmem[UR8] ;
         /*0070*/                   UTCCP.T.S.4x32dp128bit tmem[UR47+0x100], gdesc[UR64] ;
     """
-    ops = cute_host.sass_opcodes(sass)
+    ops = sass_opcodes(sass)
     assert ops == Counter({"UTCOMMA": 1, "LDG": 1, "UTCHMMA": 1, "UTCCP": 1})
-    assert cute_host.count_prefixed(ops, ["UTCMMA", "UTCCP", "LDTM"]) == {"UTCMMA": 2, "UTCCP": 1, "LDTM": 0}
+    assert count_prefixed(ops, ["UTCMMA", "UTCCP", "LDTM"]) == {"UTCMMA": 2, "UTCCP": 1, "LDTM": 0}

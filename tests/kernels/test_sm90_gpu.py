@@ -51,7 +51,7 @@ def _tensors(data):
 
 @pytest.mark.parametrize("name", PROBLEMS)
 def test_launch_cache_follows_fresh_rewritten_and_reshaped_inputs(name):
-    # Launches are prepared once per input (cute_host.LaunchCache, keyed by tensor identity):
+    # Launches are prepared once per input (kernels/cute/launch.py's LaunchCache, keyed by tensor identity):
     # the same tensors called again, rewritten in place with other values, fresh tensors and
     # another shape must each give the reference's output, with the output poisoned first.
     p, fn = get_problem(name), get_backend(name, "sm90").load()
@@ -66,7 +66,7 @@ def test_launch_cache_follows_fresh_rewritten_and_reshaped_inputs(name):
     _check_poisoned(p, fn, p.generate_input(first, 3, "cuda"), "fresh tensors")
     _check_poisoned(p, fn, p.generate_input(second, 4, "cuda"), "another shape")
     _check_poisoned(p, fn, data, "the rewritten tensors once more")
-    if name == "group_gemm":  # the same list, one group's tuple replaced (cute_host.LastGroups must miss)
+    if name == "group_gemm":  # the same list, one group's tuple replaced (LastGroups must miss)
         a, b, c = data[0][0]
         data[0][0] = (a, b, torch.empty_like(c))
         _check_poisoned(p, fn, data, "one group's output replaced in the same list")

@@ -73,9 +73,10 @@ def test_gemv_configs_chosen_per_k_compile_without_spills(tmp_path):
     code = (
         "import json\n"
         "from kernels.sm90 import host\n"
+        "from kernels.tooling.sass import kept_cubin_sass\n"
         "for k in (2048, 7168, 16384):\n"
         "    cfg = host.gemv_config(k)\n"
-        "    sass = host.sass_of(host.compile_gemv(keep_cubin=True, **cfg)[1])\n"
+        "    sass = kept_cubin_sass(host.compile_gemv(keep_cubin=True, **cfg)[1])\n"
         "    lines = sass.splitlines()\n"
         "    print(json.dumps({'k': k, 'cfg': cfg, 'ldg128': sum('LDG' in ln and '.128' in ln for ln in lines),\n"
         "                      'local': sum(('STL' in ln or 'LDL' in ln) for ln in lines)}))\n"

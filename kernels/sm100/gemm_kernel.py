@@ -12,6 +12,10 @@ Data path per output tile (128 x TILE_N):
   epilogue   : 4 warps, TMEM -> registers (tcgen05.ld), fp16 convert (and silu * for dual),
                registers -> shared -> global with a TMA store
 
+Run: `brain kernels run gemm --backend sm100 --tests --check` (compute capability 10.0; dual_gemm, group_gemm
+alike); any machine: `python -m kernels.sm100.sass_check`. Constraints: K % 256 == 0 (whole k-tiles);
+N % 8 == 0 (TMA store of C); M any (TMA clips); A, B K-major, L outermost, 32-byte rows; permuted scales.
+
 These kernels were cross-compiled for sm_100a and their SASS inspected on a CPU machine; they have
 not been run on a Blackwell GPU by this project.
 """
@@ -29,11 +33,12 @@ import cutlass.utils.blockscaled_layout as blockscaled_utils
 from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.memory import TmemAllocator, get_smem_capacity_in_bytes
 
+from ..formats import SF_VEC_SIZE
+
 AB_DTYPE = cutlass.Float4E2M1FN
 SF_DTYPE = cutlass.Float8E4M3FN
 C_DTYPE = cutlass.Float16
 ACC_DTYPE = cutlass.Float32
-SF_VEC_SIZE = 16
 MMA_TILE_M = 128
 # One tcgen05 NVFP4 MMA covers K = 64; four of them make a 256-wide k-tile, which matches the
 # problems' K % 256 == 0 guarantee (no K residue handling needed) and a 32 B TMA row per k-tile.
@@ -222,7 +227,7 @@ class BlockScaledGemmSm100:
         # Per-group TMA descriptors are built here, on the host, and passed as __grid_constant__
         # kernel parameters: no CTA ever writes or fences a tensormap (the worklog's group gemm
         # spent ~15 descriptor operations per CTA before any math). This host code runs once per
-        # input set: cute_host.launcher captures the launch in a CUDA graph that keeps them.
+        # input set: launch.launcher (kernels/cute/launch.py) captures the launch in a CUDA graph that keeps them.
         tma_a, tma_b, tma_sfa, tma_sfb, tma_c = [], [], [], [], []
         m_a, m_b, m_sfa, m_sfb, m_c = [], [], [], [], []
         for g in cutlass.range_constexpr(self.num_groups):
@@ -386,11 +391,16 @@ class BlockScaledGemmSm100:
 
         # pattern: smem-layout
         # 1024 B alignment: the 128 B swizzle atoms of A/B/C repeat every 1024 B.
+        # (MMA, MMA_M, MMA_K, STAGE)
         sA = smem.allocate_tensor(AB_DTYPE, a_smem_layout.outer, 1024, a_smem_layout.inner)
+        # (MMA, MMA_N, MMA_K, STAGE) per B operand
         sB = [smem.allocate_tensor(AB_DTYPE, b_smem_layout.outer, 1024, b_smem_layout.inner)
               for _ in range(NB)]
+        # (MMA, MMA_M, MMA_K, STAGE)
         sSFA = smem.allocate_tensor(SF_DTYPE, sfa_smem_layout, 128)
+        # (MMA, MMA_N, MMA_K, STAGE) per B operand
         sSFB = [smem.allocate_tensor(SF_DTYPE, sfb_smem_layout, 128) for _ in range(NB)]
+        # (EPI_TILE_M, EPI_TILE_N, C_STAGE)
         sC = smem.allocate_tensor(C_DTYPE, c_smem_layout.outer, 1024, c_smem_layout.inner)
         # end pattern
 
@@ -405,15 +415,20 @@ class BlockScaledGemmSm100:
         tAgA, tAsA, tAgSFA, tAsSFA, tBgB, tBsB, tBgSFB, tBsSFB, tCgC = [], [], [], [], [], [], [], [], []
         group_m_tiles, group_n_tiles, group_k_tiles = [], [], []
         for g in cutlass.range_constexpr(G):
+            # (bM, bK, RestM, RestK, RestL)
             gA = cute.local_tile(m_a[g], tiler_mk, (None, None, None))
+            # (bM, bK, RestM, RestK, RestL)
             gSFA = cute.local_tile(m_sfa[g], tiler_mk, (None, None, None))
+            # (bM, bN, RestM, RestN, RestL)
             gC = cute.local_tile(m_c[g], tiler_mn, (None, None, None))
             group_m_tiles.append(cute.size(gA, mode=[2]))
             group_k_tiles.append(cute.size(gA, mode=[3]))
+            # ((atom_v, rest_v), STAGE) and ((atom_v, rest_v), RestM, RestK, RestL)
             s_part, g_part = cpasync.tma_partition(
                 tma_a[g], 0, one_cta, cute.group_modes(sA, 0, 3), cute.group_modes(thr_mma.partition_A(gA), 0, 3))
             tAsA.append(s_part)
             tAgA.append(g_part)
+            # the same for SFA, less its stride-0 modes
             s_part, g_part = cpasync.tma_partition(
                 tma_sfa[g], 0, one_cta, cute.group_modes(sSFA, 0, 3), cute.group_modes(thr_mma.partition_A(gSFA), 0, 3))
             tAsSFA.append(cute.filter_zeros(s_part))
@@ -421,12 +436,16 @@ class BlockScaledGemmSm100:
             bs_s, bs_g, sfbs_s, sfbs_g = [], [], [], []
             group_n_tiles.append(cute.size(cute.local_tile(m_b[g][0], tiler_nk, (None, None, None)), mode=[2]))
             for j in cutlass.range_constexpr(NB):
+                # (bN, bK, RestN, RestK, RestL)
                 gB = cute.local_tile(m_b[g][j], tiler_nk, (None, None, None))
+                # (bN of the 128-row scale atom, bK, RestN, RestK, RestL)
                 gSFB = cute.local_tile(m_sfb[g][j], tiler_nk_sfb, (None, None, None))
+                # ((atom_v, rest_v), STAGE) and ((atom_v, rest_v), RestN, RestK, RestL)
                 s_part, g_part = cpasync.tma_partition(
                     tma_b[g][j], 0, one_cta, cute.group_modes(sB[j], 0, 3), cute.group_modes(thr_mma.partition_B(gB), 0, 3))
                 bs_s.append(s_part)
                 bs_g.append(g_part)
+                # the same for SFB, less its stride-0 modes
                 s_part, g_part = cpasync.tma_partition(
                     tma_sfb[g][j], 0, one_cta, cute.group_modes(sSFB[j], 0, 3), cute.group_modes(thr_mma_sfb.partition_B(gSFB), 0, 3))
                 sfbs_s.append(cute.filter_zeros(s_part))
@@ -435,6 +454,7 @@ class BlockScaledGemmSm100:
             tBgB.append(bs_g)
             tBsSFB.append(sfbs_s)
             tBgSFB.append(sfbs_g)
+            # (MMA, MMA_M, MMA_N, RestM, RestN, RestL)
             tCgC.append(thr_mma.partition_C(gC))
         # First linear tile of each group (group gemm: groups are laid back to back).
         group_first_tile = [cutlass.Int32(0)]
@@ -444,8 +464,11 @@ class BlockScaledGemmSm100:
 
         # MMA operand views: A/B fragments are shared-memory descriptors, the accumulator lives in
         # TMEM: (MMA, MMA_M, MMA_N, num_acc_stage * num_b), operand j of stage s at s * NB + j.
+        # (MMA, MMA_M, MMA_K, STAGE)
         tCrA = tiled_mma.make_fragment_A(sA)
+        # (MMA, MMA_N, MMA_K, STAGE) per B operand
         tCrB = [tiled_mma.make_fragment_B(sB[j]) for j in range(NB)]
+        # (MMA, MMA_M, MMA_N)
         acc_shape = tiled_mma.partition_shape_C(self.mma_tiler[:2])
         tCtAcc_fake = tiled_mma.make_fragment_C(cute.append(acc_shape, self.num_acc_stage * NB))
 
@@ -496,9 +519,10 @@ class BlockScaledGemmSm100:
             # pattern: s2t-copy
             # Scale factors live in TMEM columns after the accumulators: SFA, then one SFB per B.
             sfa_tmem_ptr = cute.recast_ptr(acc_tmem_ptr + self.num_acc_tmem_cols, dtype=SF_DTYPE)
+            # (MMA, MMA_M, MMA_K)
             tCtSFA = cute.make_tensor(sfa_tmem_ptr, blockscaled_utils.make_tmem_layout_sfa(
                 tiled_mma, self.mma_tiler, SF_VEC_SIZE, cute.slice_(sfa_smem_layout, (None, None, None, 0))))
-            tCtSFB = []
+            tCtSFB = []  # (MMA, MMA_N, MMA_K) per B operand
             for j in cutlass.range_constexpr(NB):
                 sfb_tmem_ptr = cute.recast_ptr(
                     acc_tmem_ptr + self.num_acc_tmem_cols + self.num_sfa_tmem_cols + j * self.num_sfb_tmem_cols,
@@ -569,18 +593,23 @@ class BlockScaledGemmSm100:
             # end pattern
             tCtAcc_base = cute.make_tensor(acc_tmem_ptr, tCtAcc_fake.layout)
             # pattern: epilogue
+            # (T2R, T2R_M, T2R_N, EPI_M, EPI_N, ACC_STAGE * NB) and (T2R, T2R_M, T2R_N)
             copy_t2r, tTR_tAcc_base, tTR_rAcc = self._t2r_partition(tidx, tCtAcc_base, tCgC[0], epi_tile)
             tTR_rAcc2 = cute.make_rmem_tensor(tTR_rAcc.shape, ACC_DTYPE)
             tTR_rC = cute.make_rmem_tensor(tTR_rAcc.shape, C_DTYPE)
             copy_r2s = cute.make_tiled_copy_D(
                 sm100_utils.get_smem_store_op(utils.LayoutEnum.ROW_MAJOR, C_DTYPE, ACC_DTYPE, copy_t2r), copy_t2r)
+            # (R2S, R2S_M, R2S_N, C_STAGE)
             tRS_sC = copy_r2s.get_slice(tidx).partition_D(sC)
+            # (R2S, R2S_M, R2S_N)
             tRS_rC = copy_r2s.retile(tTR_rC)
             # (TMA_ATOM, C_STAGE) shared side, identical for every group; global side per group.
             bSG_sC_all = []
             bSG_gC_all = []
             for g in cutlass.range_constexpr(G):
+                # (EPI_TILE_M, EPI_TILE_N, EPI_M, EPI_N, RestM, RestN, RestL)
                 gC_epi = cute.flat_divide(tCgC[g][((None, None), 0, 0, None, None, None)], epi_tile)
+                # ((ATOM_V, REST_V), C_STAGE) and ((ATOM_V, REST_V), EPI_M, EPI_N, RestM, RestN, RestL)
                 c_smem_part, c_gmem_part = cpasync.tma_partition(
                     tma_c[g], 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), cute.group_modes(gC_epi, 0, 2))
                 bSG_sC_all.append(c_smem_part)
@@ -598,6 +627,7 @@ class BlockScaledGemmSm100:
             while work_tile.is_valid_tile:
                 group, local_m, tile_n, tile_l, k_tile_cnt = self._locate_tile(work_tile.tile_idx, tiles_info)
                 acc_first = acc_consumer_state.index * NB
+                # (T2R, T2R_M, T2R_N, (EPI_M, EPI_N)): the first accumulator of this tile, its subtiles in one mode
                 tTR_tAcc1 = cute.group_modes(tTR_tAcc_base[(None, None, None, None, None, acc_first)], 3, 5)
                 acc_pipeline.consumer_wait(acc_consumer_state)
                 subtile_cnt = cute.size(tTR_tAcc1.shape, mode=[3])
@@ -624,6 +654,7 @@ class BlockScaledGemmSm100:
                         # pattern: tma-store
                         for g in cutlass.range_constexpr(G):
                             if group == g:
+                                # ((ATOM_V, REST_V), (EPI_M, EPI_N)) of this output tile
                                 bSG_gC = cute.group_modes(bSG_gC_all[g][(None, None, None, local_m, tile_n, tile_l)], 1, 3)
                                 cute.copy(tma_c[g], bSG_sC[(None, c_buffer)], bSG_gC[(None, subtile)])
                         c_pipeline.producer_commit()
@@ -676,12 +707,16 @@ class BlockScaledGemmSm100:
 
     def _s2t_partition(self, sSF, tSF):
         """tcgen05.cp (4x32x128b) copy of one stage of scale factors from shared to tensor memory."""
+        # (MMA, MMA_MN, MMA_K, STAGE)
         tCsSF = cute.filter_zeros(sSF)
+        # (MMA, MMA_MN, MMA_K)
         tCtSF = cute.filter_zeros(tSF)
         copy_atom = cute.make_copy_atom(tcgen05.Cp4x32x128bOp(tcgen05.CtaGroup.ONE), SF_DTYPE)
         tiled_copy = tcgen05.make_s2t_copy(copy_atom, tCtSF)
         thr_copy = tiled_copy.get_slice(0)
+        # ((ATOM_V, REST_V), Rest_Tiler, MMA_MN, MMA_K, STAGE)
         src = tcgen05.get_s2t_smem_desc_tensor(tiled_copy, thr_copy.partition_S(tCsSF))
+        # ((ATOM_V, REST_V), Rest_Tiler, MMA_MN, MMA_K)
         dst = thr_copy.partition_D(tCtSF)
         return tiled_copy, src, dst
 
@@ -693,8 +728,12 @@ class BlockScaledGemmSm100:
         tAcc_epi = cute.flat_divide(tAcc[((None, None), 0, 0, None)], epi_tile)
         tiled_copy = tcgen05.make_tmem_copy(copy_atom, tAcc_epi[(None, None, 0, 0, 0)])
         thr_copy = tiled_copy.get_slice(tidx)
+        # (T2R, T2R_M, T2R_N, EPI_M, EPI_N, STAGE)
         tTR_tAcc = thr_copy.partition_S(tAcc_epi)
+        # (EPI_TILE_M, EPI_TILE_N, EPI_M, EPI_N, RestM, RestN, RestL)
         gC_epi = cute.flat_divide(tCgC[((None, None), 0, 0, None, None, None)], epi_tile)
+        # (T2R, T2R_M, T2R_N, EPI_M, EPI_N, RestM, RestN, RestL)
         tTR_gC = thr_copy.partition_D(gC_epi)
+        # (T2R, T2R_M, T2R_N)
         tTR_rAcc = cute.make_rmem_tensor(tTR_gC[(None, None, None, 0, 0, 0, 0, 0)].shape, ACC_DTYPE)
         return tiled_copy, tTR_tAcc, tTR_rAcc

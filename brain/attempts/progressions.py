@@ -1,0 +1,254 @@
+"""Progressions: numbered steps (kernel_3, Optimization 5, reduce3, Level 07, v4, Round 2, "Kernel 2 - tiling m=4")
+as headings or list items; list items and sibling sections that each report one measurement; and the chain that
+gives each step its baseline (the step before it, unless the text names another: a `Baseline` row, "the
+reference kernel gives us:"). Results tables are results.py."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from brain.attempts import text as T
+from brain.attempts.figures import Fig, text_figures
+from brain.attempts.units import UNIT
+
+_I = re.I
+NAME = re.compile(r"^\W*(?P<prefix>(?:[a-z]+[ _-]?){0,2}?[a-z\u4e00-\u9fff]+?)[ _#-]*(?P<n>\d{1,3})(?P<sub>[a-z])?"
+                  r"(?![\d.x×/]|\s*[x×]\s*\d)", _I)
+STEP_WORDS = {"kernel", "version", "ver", "v", "step", "optimization", "optimisation", "opt", "level", "round",
+              "attempt", "iteration", "iter", "experiment", "exp", "phase", "trial", "try", "variant", "milestone",
+              "rev", "revision", "pass", "take", "stage", "优化", "优化技巧", "技巧", "版本", "步骤", "第"}
+NOT_STEP = {"figure", "fig", "table", "section", "test", "case", "config", "configuration", "shape", "question",
+            "note", "sidenote", "footnote", "issue", "appendix", "listing", "example", "eq", "equation", "rule",
+            "lesson", "takeaway", "part", "chapter", "fp", "bf", "int", "uint", "sm", "h", "a", "b", "mi", "gb",
+            "mxfp", "nvfp", "e", "tf", "gfx", "cuda", "rtx", "gtx", "x", "l", "m", "n", "k", "g", "top", "day",
+            "week", "pr", "commit", "cutlass", "python", "ptx", "sm_", "compute", "model", "llama", "qwen",
+            "deepseek", "gpt", "option", "problem", "failure", "lines", "line"}
+PART = re.compile(r"^(existing |the )?(problems?|solutions?|results?|analysis|code|implementation|benchmarks?|"
+                  r"performance|discussion|motivation|idea|background|why|how|setup|experiment(al)? results?|"
+                  r"现有问题|问题|解决方[式法案]|方法|实验结果|结果|分析|代码|实现|背景|性能)\W*$", _I)
+DEFINES = re.compile(r"\bdef\s+([A-Za-z_]\w*)\s*\(|__global__\s+void\s+([A-Za-z_]\w*)|\bvoid\s+([A-Za-z_]\w*)\s*\(")
+
+
+@dataclass
+class Step:
+    kind: str  # section | item | row | block
+    title: str
+    start: int
+    end: int
+    section: int  # index of the section holding it
+    names: set = field(default_factory=set)
+    state: list = field(default_factory=list)  # Figs without a before: what this step measures
+    pairs: list = field(default_factory=list)  # Figs with a before the text gives
+    baseline: bool = False  # the text names it as the reference: it starts a chain
+    before: list | None = None  # the state it is compared against (set by chain())
+    table: int = -1  # row steps: the table's header line (rows of one table share its baseline row)
+    ratios: list = field(default_factory=list)  # "2.2x faster": used where nothing absolute compares
+    group: tuple | None = None  # numbered headings: (parent, step word)
+    table_before: list | None = None  # a joined summary row: the row above it
+
+
+def step_name(title: str) -> tuple[str, int, str] | None:
+    """(prefix, number, letter) of a step name: a step word and a number (`Kernel 3`, `Level 07`, `Round 8A`,
+    `优化技巧1`) or a name and a number written as one identifier (`reduce3`, `kernel_3`, `v4`)."""
+    m = NAME.match(title or "")
+    if not m:
+        return None
+    raw = m.group("prefix")
+    prefix = re.sub(r"[\s_-]+", "", raw.lower())
+    attached = bool(re.match(r"^\W*[A-Za-z][A-Za-z]+_?\d", title or "")) and " " not in raw \
+        and not re.search(r"(fp|bf|int|e\dm|sm|gfx)$", prefix)  # reduce3, kernel_3; not CastToFP8
+    if prefix in NOT_STEP or len(prefix) > 24 or not (prefix in STEP_WORDS or attached):
+        return None
+    return prefix, int(m.group("n")), (m.group("sub") or "").lower()
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[^0-9a-z\u4e00-\u9fff]+", "", T.clean(name).lower())
+
+
+def row_keys(cell: str) -> set[str]:
+    """The names a results-table row goes by: itself, its step name (`Kernel 4: ...` -> kernel4), and `#4` for a
+    row numbered `4: 1D Blocktiling`."""
+    keys = {norm(cell)}
+    nm = step_name(T.clean(cell))
+    if nm:
+        keys.add(f"{nm[0]}{nm[1]}{nm[2]}")
+    m = re.match(r"^\W*(\d{1,3})\s*[:.)-]\s*\S", T.clean(cell))
+    if m:
+        keys.add(f"#{int(m.group(1))}")
+    return keys
+
+
+def numbered(secs: list[T.Section]) -> set[int]:
+    """Sections whose heading names a numbered step shared by a sibling (Kernel 1 .. Kernel 11)."""
+    groups: dict[tuple, set] = {}
+    for k, s in enumerate(secs):
+        if not k or s.future or s.under_excluded:
+            continue
+        nm = step_name(s.title)
+        if nm:
+            groups.setdefault((s.parent, nm[0]), set()).add((k, nm[1:]))
+    out = set()
+    for members in groups.values():
+        if len({n for _, n in members}) >= 2:
+            out |= {k for k, _ in members}
+    return out
+
+
+def parts(secs: list[T.Section], steps: set[int]) -> set[int]:
+    """Children of step sections that are parts of the step (Problem / Solution / Results, or a title that
+    recurs under sibling steps), not steps of their own."""
+    seen: dict[str, int] = {}
+    for k in steps:
+        for c in secs[k].children:
+            t = norm(secs[c].title)
+            seen[t] = seen.get(t, 0) + 1
+    out = set()
+    for k in steps:
+        stack = list(secs[k].children)
+        while stack:
+            c = stack.pop()
+            if seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or secs[c].bold or c in out:
+                out.add(c)
+                stack += secs[c].children
+    return out
+
+
+def identifiers(lines: list[str], a: int, b: int) -> set[str]:
+    return {norm(next(g for g in m.groups() if g)) for m in DEFINES.finditer("\n".join(lines[a:b + 1]))}
+
+
+def item_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
+    """List items naming numbered steps (`- Level 03 (11 TFLOPs): shared memory`), two or more of one kind; else
+    three or more items that each state one measurement in one metric (`2. Fused kernel: 14.8 us`)."""
+    found = []
+    listed = T.items(lines, s.body_start, s.end)
+    measured = _measured_items(lines, listed, k)
+    if measured:
+        return measured
+    for a, b, text in listed:
+        head = re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", text).replace("**", "")
+        nm = step_name(head)
+        if nm:
+            found.append((a, b, head, nm))
+    prefixes = [nm[0] for *_, nm in found]
+    out = []
+    for a, b, head, nm in found:
+        if prefixes.count(nm[0]) < 2:
+            continue
+        figs = text_figures(lines, a, b)
+        head = re.split(r"\s+--\s+|\s+—\s+", head)[0]
+        title = T.clean(re.sub(r"\s*\(~?\s*[\d.,]+\s*" + UNIT + r"\)", "", head))[:90]  # "(6 TFLOPs)" is its figure
+        out.append(Step("item", title, a, b, k, {f"{nm[0]}{nm[1]}{nm[2]}"}, [f for f in figs if f.before is None],
+                        [f for f in figs if f.before is not None]))
+    return out
+
+
+def _measured_items(lines: list[str], listed: list, k: int) -> list[Step]:
+    found = []
+    for a, b, text in listed:
+        figs = [f for f in text_figures(lines, a, b) if f.kind in ("state", "pair")]
+        if len(figs) == 1:
+            found.append((a, b, text, figs[0]))
+    metrics = [f.metric for *_, f in found]
+    top = max(dict.fromkeys(metrics), key=metrics.count) if metrics else None
+    found = [x for x in found if x[3].metric == top]
+    if len(found) < 3 or step_name(re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", found[0][2]).replace("**", "")):
+        return []
+    out = []
+    for a, b, text, f in found:
+        title = T.clean(re.split(r":\s|\s[-—]+\s|\s\(", re.sub(r"^\s*(?:[-*+•]|\d+[.)])\s+", "", text))[0])[:90]
+        st = Step("item", title, a, b, k, {norm(title)}, [f] if f.before is None else [], [f] if f.before is not None else [])
+        out.append(st)
+    return out
+
+
+def chain(steps: list[Step]) -> list[Step]:
+    """Each step's baseline is the state before it (same metric, as many shapes), unless it has one already or
+    is a baseline itself; a measurement that repeats an earlier, non-adjacent one is a recap, not a step; a
+    joined summary row repeating the previous step's figure is not this step's figure."""
+    ordered = sorted(steps, key=lambda s: s.start)
+    prev: list | None = None
+    history: list[list] = []
+    keep = []
+    for st in ordered:
+        if st.state and prev and _same(st.state, prev) and st.state[0].kind == "joined":
+            st.state = []
+        if st.state and st.kind == "block" and any(_same(st.state, h, 0.005) for h in history[:-1]) \
+                and not (prev and _same(st.state, prev)):
+            continue  # "Looking back at the initial kernel:" repeats the first measurement
+        keep.append(st)
+        if st.pairs:
+            prev = [Fig(f.label, None, f.after, f.unit, f.metric, f.better, f.line, "state") for f in st.pairs]
+            continue
+        if not st.state:
+            continue
+        if st.before is None and st.table_before and _compatible(st.state, st.table_before):
+            st.before = st.table_before  # the summary table's order says what it was measured on top of
+        if st.before is None and not st.baseline and prev and _compatible(st.state, prev):
+            st.before = prev
+        prev = st.state
+        history.append(st.state)
+    _mark_mixed(keep)
+    return sorted(keep, key=lambda s: s.start)
+
+
+def close(a: Fig, b: Fig) -> bool:
+    return a.unit == b.unit and abs(a.after - b.after) <= 0.02 * max(abs(b.after), 1e-9)
+
+
+def _compatible(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x.metric == y.metric for x, y in zip(a, b))
+
+
+def _same(a: list, b: list, tol: float = 0.02) -> bool:
+    return _compatible(a, b) and all(abs(x.after - y.after) <= tol * max(abs(y.after), 1e-9)
+                                     and x.unit == y.unit for x, y in zip(a, b))
+
+
+def _mark_mixed(steps: list[Step]) -> None:
+    """In a chain of multi-shape measurements, a shape written in one unit here and another there cannot be
+    compared as written: it stays out of the medians when another shape keeps one unit throughout."""
+    runs, cur = [], []
+    for st in steps:
+        if st.kind != "block" or not st.state:
+            continue
+        if cur and (st.baseline or not _compatible(st.state, cur[-1].state)):
+            runs.append(cur)
+            cur = []
+        cur.append(st)
+    runs.append(cur)
+    for run in runs:
+        if len(run) < 2 or len(run[0].state) < 2:
+            continue
+        units = [{st.state[i].unit for st in run} for i in range(len(run[0].state))]
+        steady = [len(u) == 1 for u in units]
+        if any(steady) and not all(steady):
+            for st in run:
+                for i, f in enumerate(st.state):
+                    f.mixed = not steady[i]
+
+
+def stated_siblings(lines: list[str], secs: list[T.Section], blocked: set[int]) -> set[int]:
+    """Sibling sections that each report one measurement (a state or one before -> after pair), three or more of
+    them in one metric and unit, no results table among them: a tutorial's progression without step numbers. Returns
+    the siblings from the first reporting one to the last (not the blocked ones: excluded, already steps)."""
+    out: set[int] = set()
+    for p in range(-1, len(secs)):
+        kids = [k for k, s in enumerate(secs) if k and s.parent == p]
+        stating = []
+        for k in kids:
+            if k in blocked:
+                continue
+            s = secs[k]
+            figs = [f for f in text_figures(lines, s.body_start, s.end) if f.kind != "ratio"]
+            if len(figs) == 1:
+                stating.append((k, (figs[0].metric, figs[0].unit)))
+        metrics = [m for _, m in stating]
+        top = max(dict.fromkeys(metrics), key=metrics.count) if metrics else None
+        members = [k for k, m in stating if m == top]
+        span = [k for k in kids if members and members[0] <= k <= members[-1]]
+        tabled = any(T.tables(lines, secs[k].body_start, secs[k].last) for k in span)
+        if len(members) >= 3 and not tabled:
+            out |= {k for k in span if k not in blocked}
+    return out

@@ -1,0 +1,189 @@
+"""Results tables as progressions: the deciding column of a table, the steps its rows are, and the baseline each
+row is measured against.
+
+A row is new when no earlier table of the document named it. New rows are steps: in a step's own table, that
+step's measurement; a sweep (two or more new rows beside a Baseline row, or rows naming numbered steps), a step
+per row; one new row in a section of its own, the step that section's text up to the table describes (a section
+with several such tables is cut at them). Each row's baseline: the Baseline row of its group (`x-direction:
+Baseline` for `x-direction: VEC_LEN=2`), else the table's Baseline row, else the row just above it that an
+earlier table measured already (the table repeats what the change was made on top of). A row naming a step
+elsewhere (a summary table) joins that step.
+"""
+from __future__ import annotations
+
+import re
+
+from brain.attempts import text as T
+from brain.attempts.figures import Fig, make, text_figures
+from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
+from brain.attempts.tables import cell_number, cell_unit
+from brain.attempts.units import header_metric, header_unit
+
+_I = re.I
+BASE_ROW = re.compile(r"\b(baseline|reference|ref)\b", _I)
+LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
+                         r"vendor|library|sota)\b", _I)
+
+
+def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | None:
+    """The deciding column of a results table: an absolute measure before a ratio, the metric the document's
+    prose quotes most, then the first such column."""
+    cands = []
+    for c in range(1, len(header)):
+        unit = header_unit(header[c]) or cell_unit(*(r[c] for _, r in rows if c < len(r)))
+        metric = header_metric(header[c], unit)
+        if metric == "other" or not any(c < len(r) and cell_number(r[c]) is not None for _, r in rows):
+            continue
+        cands.append((metric == "speedup", -doc_metrics.get(metric, 0), c))
+    return min(cands)[2] if cands else None
+
+
+def _sized(header: str) -> bool:
+    """A column heading naming a size (`M=1024 (us)`, `4096x4096`, `bs 8`), once its unit is set aside."""
+    return bool(re.search(r"\d", re.sub(r"[(\[][^)\]]*[)\]]", "", header)))
+
+
+def _group(name: str) -> str:
+    """`x-direction: VEC_LEN=2` -> `xdirection`: the rows one Baseline row stands for."""
+    m = re.match(r"^(.{2,40}?)\s*(?::|\s-\s|\s—\s)", T.clean(name))
+    return norm(m.group(1)) if m else ""
+
+
+def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_metrics: dict,
+                usable: set[int]) -> list[Step]:
+    """The steps results tables add, and the rows that join steps named elsewhere (module docstring)."""
+    seen: set[str] = set()
+    by_name: dict[str, Step] = {}
+    for st in steps:
+        for nm in st.names:
+            by_name.setdefault(nm, st)
+    out: list[Step] = []
+    segments: dict[int, list[tuple[Step, T.Table]]] = {}
+    for t in T.tables(lines, 0, len(lines) - 1):
+        col = choose_column(t.header, t.rows, doc_metrics)
+        if col is None:
+            continue
+        unit = _col_unit(t, col)
+        metric = header_metric(t.header[col], unit)
+        # columns measuring the same thing in the same unit at sizes their headings name are shapes
+        # (`M=1024 (us) | M=4096 (us)`); `Effective bandwidth | Achieved bandwidth` are two measures
+        cols = [c for c in range(1, len(t.header)) if c == col or (
+            _col_unit(t, c) == unit and header_metric(t.header[c], unit) == metric and metric != "other"
+            and _sized(t.header[c]) and _sized(t.header[col]))]
+        rows = []
+        for line, c in t.rows:
+            v = cell_number(c[col]) if col < len(c) else None
+            if v is not None and (re.search(r"[^\W\d_]{2}", c[0]) or step_name(c[0])):  # a name, not a number
+                rows.append((line, c[0], norm(c[0]), v, c))
+        if not rows:
+            continue
+        new = [r for r in rows if r[2] not in seen]
+        bases = [r for r in rows if BASE_ROW.search(r[1])]
+
+        def figs(r, kind="row") -> list[Fig]:
+            out_ = []
+            for n, c in enumerate(cols):
+                v = cell_number(r[4][c]) if c < len(r[4]) else None
+                if v is not None:
+                    h = t.header[c]
+                    f = make(T.clean(re.sub(r"\s*[(\[][^)\]]*[)\]]", "", h)) if len(cols) > 1 else r[1], None, v,
+                             unit, r[0], kind,
+                             h[h.find("%"):] if "%" in h else "")
+                    f.shape = n
+                    out_.append(f)
+            return out_
+
+        def base_of(r) -> list[Fig] | None:
+            same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
+            if same or bases:
+                return figs((same or bases)[0]) if (same or bases)[0] is not r else None
+            n = rows.index(r)
+            return figs(rows[n - 1]) if n and rows[n - 1][2] in seen else None
+
+        befores = {r[0]: base_of(r) for r in new}
+        seen |= {r[2] for r in rows}
+        holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
+                       if st.kind == "section" and st.start <= t.line <= st.end), None)
+        if holder and len(new) == 1 and not holder.pairs and all(f.kind == "state" for f in holder.state):
+            # the step's own results row says more than a figure quoted in its prose
+            holder.state = figs(new[0])
+            holder.names.add(new[0][2])
+            holder.table_before = befores[new[0][0]] or holder.table_before
+            continue
+        sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+        while sec > 0 and PART.match(secs[sec].title) and secs[sec].parent > 0:
+            sec = secs[sec].parent  # a "Results" subsection reports its parent's step
+        variants = [r for r in new if r[2] not in by_name and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
+        if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
+                and (step_name(variants[0][1]) or befores[variants[0][0]]) \
+                and not any(st.section == sec and st.kind != "segment" for st in steps + out):
+            # a section whose own results table adds one row is that row's step (up to the table)
+            s, r = secs[sec], variants[0]
+            st = Step("segment", s.title, s.start, s.last, sec, {r[2]} | identifiers(lines, s.start, s.last),
+                      figs(r), baseline=bool(BASE_ROW.search(s.title)))
+            st.before = befores[r[0]]
+            out.append(st)
+            segments.setdefault(sec, []).append((st, t))
+            by_name[r[2]] = st
+            continue
+        named = [r for r in variants if step_name(r[1])]
+        if len(variants) >= 2 and sec in usable and (bases or len(named) == len(variants)):
+            text_col = next((c for c in range(1, len(t.header)) if c != col and all(
+                c < len(cs) and cell_number(cs[c]) is None and cs[c].strip() for _, cs in t.rows)), None)
+            for r in variants:
+                cs = dict(t.rows)[r[0]]
+                what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) else ""
+                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line)
+                st.before = befores[r[0]]
+                out.append(st)
+            continue
+        for n, r in enumerate(rows):
+            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None)
+            if st is None or st.pairs or st.kind != "section":
+                continue
+            # a summary table is a progression too: the row above a step's row is its baseline (or the
+            # table's Baseline row, when it names one)
+            base = bases[0] if bases else None
+            above = figs(base) if base and base is not r else figs(rows[n - 1]) if n else None
+            if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
+                st.state, st.table_before = figs(r, "joined"), above
+            elif len(st.state) == 1 and close(st.state[0], figs(r)[0]):
+                st.table_before = above
+    for sec, found in segments.items():
+        out += _cut(lines, secs[sec], sec, found)
+    return out
+
+
+def _cut(lines: list[str], s: T.Section, sec: int, found: list[tuple[Step, T.Table]]) -> list[Step]:
+    """A section whose tables each add one row: each step runs from where the one before it ended (the section's
+    heading for the first) through its table and the paragraph of comment after it; the last one to the end,
+    unless the text after it measures a change of its own (a before -> after pair, a ratio): that is the next
+    step."""
+    start = s.start
+    for n, (st, t) in enumerate(found):
+        st.start = start
+        st.end = s.last if n + 1 == len(found) else _comment_end(lines, t.end, found[n + 1][1].line)
+        start = st.end + 1
+    st, t = found[-1]
+    end = _comment_end(lines, t.end, s.end + 1)
+    rest = [f for f in text_figures(lines, end + 1, s.end, states=False) if f.before is not None]
+    if not rest or end >= s.end:
+        return []
+    st.end = end
+    first = next((a for a, b in T.blocks_of(lines, end + 1, s.end) if T.block_kind(lines, a, b) == "prose"), end + 1)
+    title = re.split(r"(?<=[.!?:])\s", T.clean(lines[first]), maxsplit=1)[0][:90]
+    nxt = Step("segment", title, end + 1, s.last, sec, set(), [], [f for f in rest if f.kind != "ratio"])
+    nxt.ratios = [f for f in rest if f.kind == "ratio"][:1]
+    return [nxt]
+
+
+def _comment_end(lines: list[str], after: int, limit: int) -> int:
+    """The last line of the one prose paragraph right after a table (not one introducing what follows)."""
+    blocks = [b for b in T.blocks_of(lines, after + 1, limit - 1)]
+    if blocks and T.block_kind(lines, *blocks[0]) == "prose" and not lines[blocks[0][1]].rstrip().endswith(":"):
+        return blocks[0][1]
+    return after
+
+
+def _col_unit(t: T.Table, c: int) -> str:
+    return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r)))

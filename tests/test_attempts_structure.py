@@ -1,0 +1,176 @@
+"""Attempt extraction on documents written without the usual structure (issue 26, round 2): headings of any
+style, measurements in program output, sweep tables against a Baseline row, sections cut at their results
+tables, ratios read from verbs, sections and list items that state a measurement, and records that never nest."""
+from __future__ import annotations
+
+from brain.attempts.extract import extract
+from brain.attempts.figures import text_figures
+
+
+def by_start(text: str) -> dict:
+    return {r.start_line: r for r in extract(text, "w.md", "t")}
+
+
+def fig(r) -> tuple | None:
+    return (r.figure["before"], r.figure["after"], r.figure["unit"]) if r.figure else None
+
+
+def no_nesting(recs) -> bool:
+    spans = sorted((r.start_line, r.end_line) for r in recs)
+    return all(b < c for (_, b), (c, _) in zip(spans, spans[1:]))
+
+
+OUTPUT = """# SGEMM worklog
+
+## Naive
+One thread per output.
+```
+Matrix dimensions: 4096x4096x4096
+Naive SGEMM:  156.46 ms, 0.88 TFLOPS
+cuBLAS SGEMM: 7.29 ms, 18.81 TFLOPS
+Performance ratio (cuBLAS/naive): 21.48x
+```
+
+## Coalesced
+Threads of a warp read consecutive columns.
+```
+Naive SGEMM:  52.06 ms, 2.63 TFLOPS
+cuBLAS SGEMM: 7.32 ms, 18.72 TFLOPS
+```
+
+**Key Optimization Opportunities:**
+
+1. Uncoalesced global accesses: fix them next.
+"""
+
+
+def test_program_output_measures_a_step_and_a_bold_line_opens_a_section():
+    recs = by_start(OUTPUT)
+    assert recs[3].verdict == "inconclusive" and recs[3].figure is None  # measured, nothing before it
+    assert fig(recs[12]) == (0.88, 2.63, "TFLOP/s") and recs[12].verdict == "improved"  # by its rate, not cuBLAS
+    assert recs[21].verdict == "proposed"  # an item under the bold "Opportunities" heading
+
+
+SWEEP = """# Stencils
+
+## Optimization 1 - vectorized floats
+We widen the tile with vector loads.
+
+|Kernel |Effective bandwidth | Achieved bandwidth |
+|---|---|---|
+| x-direction: Baseline    |  990 GB/s | 1018 GB/s |
+| x-direction: `VEC_LEN=2` | 1216 GB/s | 1256 GB/s |
+| y-direction: Baseline    |  966 GB/s |  970 GB/s |
+| y-direction: `VEC_LEN=2` |  831 GB/s |  834 GB/s |
+
+## Grid configurations
+We change the thread block to 128x1x8.
+
+|                     | FOM (GB/s) |
+|---------------------|:----------:|
+| Kernel 5 - baseline |    555.4   |
+| Kernel 5 - 128x1x8  |    934.1   |
+
+There is a significant improvement.
+
+Then we change the grid indexing instead.
+
+|                          | FOM (GB/s) |
+|--------------------------|:----------:|
+| Kernel 5 - baseline      |    555.4   |
+| Kernel 5 - 128x1x8       |    934.1   |
+| Kernel 6 - Grid indexing |   1070.0   |
+
+It performs better still.
+
+We then fuse all three kernels. That offers up to a 2.42x speedup.
+"""
+
+
+def test_sweep_rows_take_their_groups_baseline_and_tables_cut_their_section():
+    recs = by_start(SWEEP)
+    assert fig(recs[9]) == (990.0, 1216.0, "GB/s") and recs[9].verdict == "improved"  # the first column only
+    assert fig(recs[11]) == (966.0, 831.0, "GB/s") and recs[11].verdict == "regressed"  # its own group's baseline
+    one, two = recs[13], recs[22]  # the section, cut at its two tables
+    assert (one.end_line, fig(one)) == (21, (555.4, 934.1, "GB/s"))  # with its paragraph of comment
+    assert fig(two) == (555.4, 1070.0, "GB/s") and two.end_line == 31  # the table's Baseline row
+    assert recs[32].verdict == "improved" and fig(recs[32]) == (1.0, 2.42, "x")  # the text after it: a ratio
+    assert no_nesting(recs.values())
+
+
+def test_ratios_are_read_from_what_moved_and_which_way():
+    def ratio(text):
+        return [(f.after, f.better) for f in text_figures([text], 0, 0) if f.kind == "ratio"]
+    assert ratio("Our kernels reduce the overall sampling time by more than 50%.") == [(0.5, "lower")]
+    assert ratio("The FOM improved by 68%, and fetch efficiency rose.") == [(1.68, "higher")]
+    assert ratio("While slightly slower (~2%) than the old version, this is acceptable.") == [(0.98, "higher")]
+    assert ratio("This change increases the kernel time by 10%.") == [(1.1, "lower")]
+
+
+BLOG = """---
+title: "Faster decoding"
+---
+
+<h2>Design</h2>
+
+We capture the decode step in a CUDA graph, which cuts launch overhead.
+
+<h2>Technical details</h2>
+
+We keep the tensor cores busy. To do so we employ the following techniques:
+
+- **Fine-grained copies:** each copy starts its GEMM as soon as it lands, improving latency tolerance.
+- **Cache hints:** EVICT_FIRST on the copies improves L2 hit rates, as shown by experiments.
+
+It is slightly slower (~2%) than the old kernel in memory-bound settings.
+
+<h2>Results</h2>
+
+1. Naive PyTorch: 61.2 us
+2. Fused kernel: 14.8 us
+3. Welford and vector loads: 9.6 us
+
+- [Tensor cores](#) [TBA]
+"""
+
+
+def test_html_headings_named_techniques_measured_items_and_marked_proposals():
+    recs = by_start(BLOG)
+    assert [recs[n].verdict for n in (13, 14, 16)] == ["inconclusive", "improved", "regressed"]
+    assert recs[13].title == "Fine-grained copies"  # what it was meant to do is no outcome
+    assert fig(recs[21]) == (61.2, 14.8, "us") and fig(recs[22]) == (14.8, 9.6, "us")
+    assert recs[24].verdict == "proposed" and recs[24].title == "Tensor cores"
+    assert recs[9].end_line == 12  # the section keeps its introduction, not its items
+    assert no_nesting(recs.values())
+
+
+def test_a_document_lead_is_no_record_and_siblings_of_an_attempt_are_attempts():
+    text = ("# Sampling\n\nOur kernels are 2x faster than before.\n\n## Algorithm\n\n### Inverse transform\n\n"
+            "We use a block scan over the probabilities.\n\n### Rejection sampling\n\nWe use a pivot; it gives a "
+            "substantial speedup over sorting.\n")
+    recs = extract(text, "w.md", "t")
+    assert [(r.start_line, r.verdict) for r in recs] == [(7, "inconclusive"), (11, "improved")]
+
+
+def test_a_bold_subheading_inside_a_numbered_step_is_part_of_it():
+    text = ("# K\n\n## Kernel 1: naive\n\nTime: 10 ms\n\n## Kernel 2: tiling\n\nWe tile the loop.\n\n"
+            "**Profiling notes**\n\nThe kernel is now compute bound.\n\nTime: 8 ms\n")
+    recs = extract(text, "w.md", "t")
+    assert [(r.title, r.end_line, fig(r)) for r in recs][1] == ("Kernel 2: tiling", 15, (10.0, 8.0, "ms"))
+
+
+def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
+    """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
+    verdict and deciding figure."""
+    from brain.config import CorpusSpec
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "w.md").write_text("# Worklog\n\n## Attempt 1: three pipeline stages\n\n"
+                                 "Raised num_ab_stage from 1 to 3 for the dual gemm.\n\n"
+                                 "Result: 45.6 us -> 49.4 us, slower.\n")
+    brain = make_brain()
+    brain.ingest([CorpusSpec("logs", folder)])
+    [hit] = brain.search("three pipeline stages dual gemm", k=1)["results"]
+    attempt = hit["attempt"]
+    assert attempt["verdict"] == "regressed" and "pipeline stages" in attempt["title"]
+    assert (attempt["figure"]["before"], attempt["figure"]["after"]) == (45.6, 49.4)

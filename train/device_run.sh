@@ -1,0 +1,33 @@
+#!/bin/sh
+# The GPU step of the recipe (docs/embedder.md), as sent to the device machine: run from the checkout root
+# with the packed folder (train/pack.py + train/embedder.py copied in) at $D; overlays land in $OUT/<variant>/.
+# usage: OUT=/some/dir sh train/device_run.sh [D] [steps...]
+#   run 1 (the first tune sweep): A B C
+#   run 2 (interpolation sweep):  B2 embed1 E embed2 -- retrain B's recipe, train E (documentation pairs only),
+#   embed the evaluated chunks (train/fast_tune.py collect -> $D/chunks.json.xz) with the base model and with
+#   base + alpha * (trained - base) for several alphas (train/embed_chunks.py), for train/fast_tune.py eval
+set -u
+D=${1:-train-data}; shift 2>/dev/null || true
+V=${*:-A B C}
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available())"
+T="python3 $D/embedder.py --data $D/train.jsonl.xz --base $D/base --batch 128"
+for v in $V; do
+  echo "=== variant $v"
+  case $v in
+    A) $T --out $OUT/A --lr 2e-5 --epochs 1 --budget-s 70 ;;
+    B) $T --out $OUT/B --lr 5e-5 --epochs 2 --budget-s 100 ;;
+    C) $T --out $OUT/C --lr 5e-5 --epochs 1 --budget-s 70 --kinds comment,doc2code,heading,question,ict \
+          --train-layers 2-5 ;;
+    B2) $T --out $OUT/B2 --lr 5e-5 --epochs 2 --budget-s 100 ;;
+    E) $T --out $OUT/E --lr 2e-5 --epochs 3 --budget-s 60 --kinds heading,question,ict,doc2code --train-layers 2-5 ;;
+    embed1) python3 $D/embed_chunks.py --chunks $D/chunks.json.xz --base $D/base --out $OUT/vectors-1.npz \
+          --cand base --cand B2@0.15=$OUT/B2 --cand B2@0.3=$OUT/B2 --cand B2@0.5=$OUT/B2 --cand B2@1=$OUT/B2 ;;
+    embed2) python3 $D/embed_chunks.py --chunks $D/chunks.json.xz --base $D/base --out $OUT/vectors-2.npz \
+          --cand E@0.3=$OUT/E --cand E@0.6=$OUT/E --cand E@1=$OUT/E ;;
+    *) echo "unknown variant $v" ;;
+  esac
+done
+for v in $V; do [ -f $OUT/$v/train.json ] && { echo "== $v"; cat $OUT/$v/train.json; rm $OUT/$v/train.json; }; done > $OUT/train-all.json
+ls -la $OUT/*
