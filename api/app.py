@@ -5,8 +5,9 @@ with `brain mcp`) so the first search does not pay for loading the embedding mod
 {"error": message}: BrainError -> 400 (404 when a source or document does not exist, 503 when the index
 itself cannot be opened or its write lease is busy), validation -> 422 with the offending fields (never the
 input echoed back: it may be no valid JSON at all, like inf or a lone surrogate), a body that cannot be
-parsed -> 400, anything else -> 500 with a short message (the traceback goes to the server log only). Every
-route's OpenAPI entry lists the error statuses it can answer with; OPTIONS and 405 name every method.
+parsed -> 400, anything else -> 500 with a short message (the traceback goes to the server log only); no
+message names a server path or internal URL (api.errors). Every route's OpenAPI entry lists the error statuses
+it can answer with; OPTIONS and 405 name every method, and HEAD answers wherever GET does.
 
 An app's lifespan runs once (the MCP session manager cannot be restarted): build a new app per server.
 """
@@ -23,10 +24,11 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from api.batching import BatchingEmbedder
 from api.deps import require_api_key
+from api.errors import public_message, validation_message
 from api.mcp_server import build_mcp, mount_mcp, warm_up
 from api.routers import attempts, documents, kernels, meta, page, search, sources
 from brain import BrainError, NotFound, Unavailable
@@ -109,7 +111,9 @@ class ErrorBody(BaseModel):
 
 ERRORS = {400: "bad input, or a request body that cannot be parsed", 401: "missing or wrong API key",
           403: "writes are disabled on this server (no BRAIN_API_KEY)", 404: "no such source, document or problem",
-          413: "request body over the limit", 429: "busy: one kernel run at a time",
+          413: "request body over the limit", 414: f"request URL over {MAX_URL_BYTES} bytes",
+          429: "busy: one kernel run at a time", 431: f"request headers over {MAX_HEADER_BYTES} bytes",
+          504: "the kernel run went over its time limit",
           503: "the index cannot be opened (corrupt manifest, Chroma server away) or its write lease is busy"}
 
 
@@ -127,7 +131,7 @@ def document_errors(routes) -> None:
     for route in routes:
         if not isinstance(route, APIRoute) or not route.include_in_schema:
             continue
-        codes = {400, 503}
+        codes = {400, 414, 431, 503}  # RequestLimits answers 414 and 431 on any route
         if route.methods & {"POST", "PUT", "PATCH"}:
             codes.add(413)
         if "{" in route.path:
@@ -135,23 +139,28 @@ def document_errors(routes) -> None:
         if any(d.call is require_api_key for d in route.dependant.dependencies):
             codes |= {401, 403}
         if route.path.startswith("/kernels/") and route.path.endswith("/run"):
-            codes.add(429)
+            codes |= {429, 504}
         for code in codes:
             route.responses.setdefault(code, {"model": ErrorBody, "description": ERRORS[code]})
 
 
 def allowed_methods(app: FastAPI, path: str) -> set[str]:
-    """Every method some route of `path` answers (Starlette asks only the first matching route)."""
+    """Every method some route of `path` answers (Starlette asks only the first matching route): HEAD wherever
+    GET is, the static files' GET and HEAD, and what an app mounted as a route declares (/mcp: POST)."""
     out: set[str] = set()
     for route in flat_routes(app.routes):
-        if isinstance(route, Route) and route.path_regex.match(path):
-            out |= route.methods or set()
+        if isinstance(route, Mount) and isinstance(route.app, StaticFiles) and route.path_regex.match(path):
+            out |= {"GET", "HEAD"}
+        elif isinstance(route, Route) and route.path_regex.match(path):
+            out |= route.methods or getattr(route.app, "methods", set())
+    out |= {"HEAD"} if "GET" in out else set()
     return out | {"OPTIONS"} if out else out
 
 
 class AllowMethods:
     """OPTIONS on a known path answers 204 with an Allow header naming every method (CORS preflights, which
-    carry Access-Control-Request-Method, pass through)."""
+    carry Access-Control-Request-Method, pass through); HEAD where a route answers only GET is that GET
+    without its body."""
 
     def __init__(self, app, fastapi: FastAPI):
         self.app, self.fastapi = app, fastapi
@@ -163,16 +172,14 @@ class AllowMethods:
             if methods:
                 return await Response(status_code=204, headers={"Allow": ", ".join(sorted(methods))})(
                     scope, receive, send)
+        if scope["type"] == "http" and scope["method"] == "HEAD" \
+                and "GET" in allowed_methods(self.fastapi, scope["path"]):
+            async def headers_only(message):
+                if message["type"] == "http.response.body":
+                    message = {**message, "body": b""}
+                await send(message)
+            return await self.app({**scope, "method": "GET"}, receive, headers_only)
         return await self.app(scope, receive, send)
-
-
-def validation_message(errors: list[dict]) -> tuple[str, list[dict]]:
-    """A one-line message and the fields at fault, without pydantic's echo of the input (which can be inf,
-    bytes that are not UTF-8, or a lone surrogate: nothing a JSON response can carry)."""
-    detail = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
-               "type": str(e.get("type", ""))} for e in errors]
-    line = "; ".join(f"{'.'.join(d['loc'][1:] or d['loc'])}: {d['msg']}" for d in detail[:5])
-    return line or "invalid request", detail
 
 
 def server_brain(settings: Settings) -> Brain:
@@ -201,9 +208,9 @@ def create_app(settings: Settings, brain: Brain | None = None, host: str = "127.
 
     @app.exception_handler(BrainError)
     async def brain_error(request: Request, e: BrainError) -> JSONResponse:
-        # a message about the index (corrupt manifest, Chroma folder) names no server path to an HTTP client
-        message = str(e).replace(str(settings.home), "$BRAIN_HOME")
-        return JSONResponse({"error": message}, status_code=error_status(e))
+        if isinstance(e, Unavailable):  # the operator's copy, with the paths and the Chroma URL
+            log.warning("%s %s: %s", request.method, request.url.path, e)
+        return JSONResponse({"error": public_message(str(e), settings)}, status_code=error_status(e))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:

@@ -51,3 +51,4 @@ def require_api_key(request: Request,
     # constant-time comparison: the key must not leak through response timing
     if not hmac.compare_digest(given.encode(), settings.api_key.encode()):
         raise HTTPException(401, "wrong API key", headers={"WWW-Authenticate": "Bearer"})
+

@@ -16,8 +16,9 @@ import anyio
 from fastapi import FastAPI
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from api.errors import public_message, validation_message
 from brain import MAX_K, BrainError
 from brain.config import Settings
 from brain.attempts.format import format_record
@@ -31,22 +32,36 @@ INSTRUCTIONS = ("The kernel brain: lessons, DSL pitfalls and reference code from
                 "API; paste compiler/runtime errors into pitfalls; check attempts before repeating an experiment; "
                 "cite results as corpus/source:lines and read more around them with sources.")
 
-Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="upper bound on the answer's tokens")]
+Budget = Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, strict=True, description="upper bound on the answer's tokens")]
 Kind = Annotated[str | None, Field(max_length=64, description="lesson, failed-attempt, constraint, result, "
                                                               "how-to, reference or code")]
 Tag = Annotated[str | None, Field(max_length=64, description="e.g. tcgen05, tma, tmem, s2t, pipeline, nvfp4")]
+Count = Annotated[int, Field(ge=1, le=MAX_K, strict=True)]  # strict: `true` is no count
+
+
+class BrainMCP(MCPServer):
+    async def call_tool(self, name: str, arguments: dict, context=None):
+        """Arguments that fail validation are named with what is wrong, never echoed back (the SDK's message
+        quotes pydantic's, which repeats the input)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError):
+                raise ToolError(f"invalid arguments for {name}: {validation_message(e.__cause__.errors())[0]}") \
+                    from None
+            raise
 
 
 def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
     # WARNING: the SDK configures root logging at its level; INFO would log every HTTP request
-    mcp = MCPServer("kernel-brain", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
+    mcp = BrainMCP("kernel-brain", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
 
     async def call(fn, *args):
         # the Brain is synchronous and CPU-bound: keep the event loop free for other requests
         try:
             return await anyio.to_thread.run_sync(fn, *args)
         except BrainError as e:
-            raise ToolError(str(e)) from None
+            raise ToolError(public_message(str(e), get_brain().settings)) from None
 
     def tool(name: str, old: str):
         """Register under the name the CLI and HTTP API use, and under its earlier name for existing clients."""
@@ -63,7 +78,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
 
     @tool("search", old="search_lessons")
     async def search_lessons(query: Annotated[str, Field(min_length=1, max_length=2000)],
-                             k: Annotated[int, Field(ge=1, le=MAX_K)] = 5, kind: Kind = None, tag: Tag = None,
+                             k: Count = 5, kind: Kind = None, tag: Tag = None,
                              max_tokens: Budget = 1500) -> str:
         """Search worklogs and kernel code for lessons, rules, results and how-tos on a CuTe DSL / NVFP4
         question. Returns the best passages, each cited as [n] corpus/source:lines | heading | kind | tags."""
@@ -73,7 +88,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
 
     @tool("pitfalls", old="lookup_pitfall")
     async def lookup_pitfall(error: Annotated[str, Field(min_length=1, max_length=20000)],
-                             k: Annotated[int, Field(ge=1, le=MAX_K)] = 3, max_tokens: Budget = 1500) -> str:
+                             k: Count = 3, max_tokens: Budget = 1500) -> str:
         """Paste a compiler/runtime error or traceback (CuTe DSL, CUTLASS, PTX, CUDA): returns the known rules
         and failed attempts that explain it, constraints first."""
         b = get_brain()
@@ -86,7 +101,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                    "pipeline-setup, warp-dispatch, tile-scheduler, tensormap, "
                                    "scale-factor-layout, fp4-decode, smem-layout, control-flow"))],
                                query: Annotated[str | None, Field(max_length=2000)] = None,
-                               k: Annotated[int, Field(ge=1, le=MAX_K)] = 3, max_tokens: Budget = 2000) -> str:
+                               k: Count = 3, max_tokens: Budget = 2000) -> str:
         """Code regions of the reference NVFP4 kernels that implement a pattern, optionally ranked by a
         question. Use it to copy a working idiom instead of inventing one."""
         b = get_brain()
@@ -100,7 +115,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                 "improved, regressed, neutral, failed, proposed, inconclusive"))] = None,
                             problem: Annotated[str | None, Field(max_length=32, description=(
                                 "gemv, gemm, dual_gemm, group_gemm, none"))] = None,
-                            include_superseded: bool = False, k: Annotated[int, Field(ge=1, le=MAX_K)] = 5,
+                            include_superseded: bool = False, k: Count = 5,
                             max_tokens: Budget = 1500) -> str:
         """Attempt records from the worklogs: what was tried (or only proposed), the verdict, before -> after
         figures, the lesson, and which records supersede or contradict it. Use before repeating an experiment."""
@@ -142,7 +157,7 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
                                  "gemv, gemm, dual_gemm, group_gemm"))],
                              device: Annotated[str | None, Field(max_length=128, description=(
                                  "only devices whose name contains this, e.g. H100"))] = None,
-                             order: Literal["time", "best"] = "time", k: Annotated[int, Field(ge=1, le=MAX_K)] = 3,
+                             order: Literal["time", "best"] = "time", k: Count = 3,
                              compare: Annotated[list[str] | None, Field(min_length=2, max_length=2, description=(
                                  "two runs to compare shape by shape: run ids, record ids, 'prev', 'last'"))] = None,
                              max_tokens: Budget = 1500) -> str:
@@ -159,8 +174,8 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
     @tool("sources", old="read_passage")
     async def read_passage(path: Annotated[str, Field(min_length=1, max_length=512, description=(
                                "corpus/source as cited, e.g. docs_corpus/000_x.txt"))],
-                           start_line: Annotated[int, Field(ge=1)] = 1,
-                           end_line: Annotated[int | None, Field(ge=1)] = None,
+                           start_line: Annotated[int, Field(ge=1, strict=True)] = 1,
+                           end_line: Annotated[int | None, Field(ge=1, strict=True)] = None,
                            max_tokens: Budget = 2000) -> str:
         """The exact lines start_line..end_line (1-based, inclusive) of an ingested file, to read around a
         cited hit. Longer ranges are cut at a line boundary to fit max_tokens."""
@@ -173,12 +188,43 @@ def build_mcp(get_brain: Callable[[], Brain]) -> MCPServer:
     return mcp
 
 
+MAX_MCP_REQUESTS = 64  # /mcp requests open at once; more wait for none of them: 503, try again
+
+
+class McpGate:
+    """In front of /mcp: POST only, at most MAX_MCP_REQUESTS open at once. A stateless JSON server has nothing
+    to push, so it offers no standalone SSE stream: GET is a 405 (as the MCP transport allows), and nobody can
+    hold hundreds of idle streams open."""
+
+    methods = {"POST"}
+
+    def __init__(self, app, limit: int = MAX_MCP_REQUESTS):
+        self.app, self.limit, self.open = app, limit, 0
+
+    async def __call__(self, scope, receive, send):
+        from starlette.responses import JSONResponse
+        if scope["type"] == "http" and scope["method"] not in self.methods:
+            return await JSONResponse({"error": "MCP at /mcp takes POST (streamable HTTP, stateless: no SSE stream)"},
+                                      status_code=405, headers={"Allow": "OPTIONS, POST"})(scope, receive, send)
+        if self.open >= self.limit:
+            return await JSONResponse({"error": f"busy: {self.limit} MCP requests are open; try again"},
+                                      status_code=503, headers={"Retry-After": "1"})(scope, receive, send)
+        self.open += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.open -= 1
+
+
 def mount_mcp(app: FastAPI, mcp: MCPServer, host: str) -> None:
-    """Serve MCP's streamable HTTP transport at /mcp in `app`; the app's lifespan runs its session manager.
+    """Serve MCP's streamable HTTP transport at /mcp in `app`, behind McpGate; the app's lifespan runs its
+    session manager.
 
     Stateless JSON mode: no server-side session to lose on restart and nothing held between calls.
     """
     sub = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host)
+    for route in sub.routes:
+        route.app = McpGate(route.app)
     app.router.routes.extend(sub.routes)
 
 

@@ -6,6 +6,11 @@ uvicorn answers a request it cannot parse (a request line or headers over the pa
 itself, in plain text; the protocols below answer in the API's JSON instead: 414 for a URL over MAX_URL, 431
 for headers over MAX_HEADERS, 400 for anything else the parser refuses. (What does reach the app is checked
 again there, by api.app.RequestLimits, so the limits hold under any server.)
+
+They also bound what one client can hold: a connection beyond MAX_CONNECTIONS is answered 503 and closed; a
+request's line and headers must arrive within HEADER_TIMEOUT of the connection (or of the previous answer),
+and a request body must not stall for IDLE_TIMEOUT, else 408 and the connection closes; between requests an
+idle connection closes after uvicorn's keep-alive timeout (KEEP_ALIVE).
 """
 from __future__ import annotations
 
@@ -32,6 +37,53 @@ class _Refuse(Exception):
     pass
 
 
+MAX_CONNECTIONS = 512
+HEADER_TIMEOUT = 10.0  # seconds for a request line and its headers
+IDLE_TIMEOUT = 30.0  # seconds a request body may send nothing
+KEEP_ALIVE = 5  # seconds an idle connection is kept between requests
+_WATCH = 1.0  # how often a connection's deadlines are checked
+
+
+class Deadlines:
+    """Connection limits for either uvicorn protocol (mixed in before it): they only use what both share
+    (connection_made, data_received, on_response_complete, the request cycle)."""
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._waiting_since = self._last_data = time.monotonic()
+        if len(self.connections) > MAX_CONNECTIONS:
+            return self._close(503, "Service Unavailable", f"over {MAX_CONNECTIONS} open connections; try again")
+        self._watch = self.loop.call_later(_WATCH, self._check)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_data = time.monotonic()
+        super().data_received(data)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._waiting_since = time.monotonic()
+
+    def connection_lost(self, exc) -> None:
+        if getattr(self, "_watch", None):
+            self._watch.cancel()
+        super().connection_lost(exc)
+
+    def _check(self) -> None:
+        if self.transport.is_closing():
+            return
+        now, cycle = time.monotonic(), self.cycle
+        if (cycle is None or cycle.response_complete) and now - self._waiting_since > HEADER_TIMEOUT:
+            return self._close(408, "Request Timeout", f"request headers not received within {HEADER_TIMEOUT:g} s")
+        if cycle is not None and cycle.more_body and not cycle.response_started \
+                and now - self._last_data > IDLE_TIMEOUT:
+            return self._close(408, "Request Timeout", f"request body stalled for {IDLE_TIMEOUT:g} s")
+        self._watch = self.loop.call_later(_WATCH, self._check)
+
+    def _close(self, status: int, reason: str, message: str) -> None:
+        self.transport.write(_json_error(status, reason, message))
+        self.transport.close()
+
+
 def json_protocol():
     """uvicorn's HTTP protocol class (httptools when installed, else h11) with JSON parse-error answers."""
     try:
@@ -41,7 +93,7 @@ def json_protocol():
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base
         fast = False
 
-    class JsonErrors(Base):
+    class JsonErrors(Deadlines, Base):
         _refusal: bytes | None = None
 
         def _refuse(self, status: int, reason: str, message: str) -> None:
@@ -91,7 +143,8 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000, ingest_
         print("writes (upload, delete, ingest, kernel runs) are disabled: set BRAIN_API_KEY to allow them "
               "(the CLI beside this server writes without it)", file=sys.stderr)
     app = create_app(settings, brain=brain, host=host)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=json_protocol()))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=json_protocol(),
+                                          timeout_keep_alive=KEEP_ALIVE))
     threading.Thread(target=_when_listening, args=(server, app, settings, url, started), daemon=True).start()
     print(f"serving {url}/  (API docs /docs, MCP /mcp)", flush=True)
     try:

@@ -18,6 +18,10 @@ class Unavailable(BrainError):
     """The index itself cannot be used right now (store unreachable, manifest corrupt): HTTP 503."""
 
 
+class Changed(Unavailable):
+    """A stored file changed between reading it and committing a write based on it: make the write again."""
+
+
 def check_k(k: int) -> int:
     """The one limit on how many results a read may ask for (CLI, HTTP and MCP say the same)."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:

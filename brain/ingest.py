@@ -21,13 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-from brain import BrainError, NotFound
+from brain import BrainError, Changed, NotFound
 from brain.chunking import CHUNKER_VERSION, SUPPORTED_SUFFIXES, Chunk, UnsupportedFile, chunk_file
 from brain.config import DEFAULT_MAX_FILE_BYTES, CorpusSpec, Settings
 from brain.embed import Embedder
 from brain.embed_cache import EmbeddingCache
 from brain.lexical import LexicalIndex
 from brain.store import Manifest, Store, chunk_metadata, file_key, open_store
+from brain.store.base import RECORDS_CORPUS
 
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", ".brain", ".pytest_cache", ".cute", ".whl"}
 
@@ -160,6 +161,14 @@ class Ingester:
             raise BrainError(f"index '{self.store.index}' holds {m.dim}-dimensional embeddings, model "
                              f"'{self.settings.model}' makes {dim}; run `brain ingest --rebuild`")
 
+    def check_folder_names(self, m: Manifest, specs: list[CorpusSpec]) -> None:
+        """A folder corpus cannot take the name of an upload corpus or of the written records: the folder's
+        scan would remove the stored files' chunks and leave the files where nothing can reach them."""
+        for spec in specs:
+            if spec.name == RECORDS_CORPUS or self.store.is_upload_corpus(spec.name, m.corpora.get(spec.name)):
+                raise BrainError(f"corpus '{spec.name}' holds uploaded documents or written records; ingest the "
+                                 "folder under another name (--corpus)")
+
     # ---- phase 1: read, chunk, embed (no lock) --------------------------------------------------
     def prepare(self, chunks: list[Chunk], progress: bool = False) -> Prepared:
         chunks = _dedupe(chunks)
@@ -242,10 +251,12 @@ class Ingester:
         embedded = Summary()
         m = self.store.load_manifest()
         self.check_writable(m)
+        self.check_folder_names(m, specs)
         self._scan(m, specs, embedded, cache, progress)  # the expensive part, with no lock held
         with self.store.lease() as lease:
             m = self.store.load_manifest()  # as stored now: another writer may have committed meanwhile
             self.check_writable(m)
+            self.check_folder_names(m, specs)
             s = Summary()
             plan = self._scan(m, specs, s, cache, progress)  # cache hits, bar files another writer changed
             s.chunks_embedded += embedded.chunks_embedded
@@ -258,11 +269,11 @@ class Ingester:
         dim = next((p.vectors.shape[1] for _, _, p in plan.new.values() if len(p.chunks)), None)
         self.check_writable(m, dim)
         before = m.generation
-        changed = self._reconcile(m)
         new_chunks = [c for _, _, p in plan.new.values() for c in p.chunks]
-        if new_chunks:
+        if new_chunks:  # first: a write the store refuses has deleted nothing
             self.store.upsert(new_chunks, np.concatenate([p.vectors for _, _, p in plan.new.values()
                                                           if len(p.chunks)]))
+        changed = self._reconcile(m, {c.id for c in new_chunks})
         stale: list[str] = []  # deleted only once the new manifest is saved
         for key in plan.gone:
             ids = m.files.pop(key)["ids"]
@@ -301,10 +312,10 @@ class Ingester:
             lease.check()
             self.store.save_manifest(m)
 
-    def _reconcile(self, m: Manifest) -> bool:
-        """Delete chunks the manifest does not list (a writer was killed between its writes). Runs under the
-        lease, and only ever on this index's own collection."""
-        orphans = list(self.store.stored_ids() - m.ids())
+    def _reconcile(self, m: Manifest, new: set[str]) -> bool:
+        """Delete chunks neither the manifest lists nor this write just stored (a writer was killed between its
+        writes). Runs under the lease, and only ever on this index's own collection."""
+        orphans = list(self.store.stored_ids() - m.ids() - new)
         self.store.delete(orphans)
         return bool(orphans)
 
@@ -340,15 +351,20 @@ class Ingester:
         return Committed(m, ids, texts, metas, LexicalIndex.of_chunks(ids, texts, metas), vectors)
 
     # ---- uploaded documents ---------------------------------------------------------------------
-    def put_document(self, corpus: str, name: str, text: str, prepared: Prepared) -> Summary:
-        """Store one uploaded file (already chunked and embedded) in an upload corpus and index it."""
+    def put_document(self, corpus: str, name: str, text: str, prepared: Prepared, base: str | None = None
+                     ) -> Summary:
+        """Store one uploaded file (already chunked and embedded) in an upload corpus and index it. With `base`,
+        only if the stored file's text is still `base` ("" for no file), else Changed."""
         t0 = time.perf_counter()
         s = Summary(files_seen=1, chunks_embedded=prepared.embedded)
         with self.store.lease() as lease:
             m = self.store.load_manifest()
             known = m.corpora.get(corpus)
             if known and not self.store.is_upload_corpus(corpus, known):
-                raise BrainError(f"corpus '{corpus}' is a folder on disk, not an upload corpus")
+                raise BrainError(f"corpus '{corpus}' is a folder corpus, not one the index stores; remove it with "
+                                 f"`brain ingest --remove {corpus}` first")
+            if base is not None and (self.store.read_upload(corpus, name) or "") != base:
+                raise Changed(f"'{corpus}/{name}' changed meanwhile")
             key = file_key(corpus, name)
             digest = hashlib.sha256(text.encode()).hexdigest()
             plan = Plan(corpora={corpus: {"root": "", "include": [], "exclude": [], "uploads": True}})

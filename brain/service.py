@@ -13,15 +13,17 @@ from pathlib import Path
 
 from brain import BrainError, NotFound, check_k, runs
 from brain.attempts import Attempts
-from brain.attempts.writeback import RECORDS_CORPUS, records_dir, write_record
+from brain.attempts.writeback import write_record
 from brain.chunking import SUPPORTED_SUFFIXES, UnsupportedFile, chunk_text
 from brain.config import CorpusSpec, Settings, default_corpora
 from brain.embed import Embedder
 from brain.ingest import Ingester, Summary
 from brain.patterns import PATTERNS
+from brain.sanitize import check_text
 from brain.search import Filters, Hit, Searcher, Snapshot
 from brain.search import queries
 from brain.store import Manifest, open_store
+from brain.store.base import RECORDS_CORPUS
 
 MAX_UPLOAD_BYTES = 1_000_000
 UPLOAD_CORPUS = "uploads"
@@ -82,9 +84,14 @@ class Brain:
         self.embedder.model
 
     def rebuild(self) -> None:
-        """Drop the index (`brain ingest --rebuild`): chunks, manifest, uploads and cached bm25 index."""
+        """Drop the index (`brain ingest --rebuild`): chunks, manifest, uploads and cached bm25 index. Written
+        attempt records are kept and indexed again."""
         self.store.reset()
         self.searcher.snapshots.clear_caches()
+        for name in self.store.list_uploads(RECORDS_CORPUS):
+            text = self.store.read_upload(RECORDS_CORPUS, name)
+            if text is not None:
+                self._put(RECORDS_CORPUS, name, text)
 
     # ---- reads --------------------------------------------------------------------------------
     def _load(self, dense: bool) -> float:
@@ -226,11 +233,10 @@ class Brain:
         return self.attempts.conflicts(technique)
 
     def record(self, obj, file: str | None = None) -> dict:
-        """Write an attempt record into the records worklog and ingest it (`brain record`, POST /attempts)."""
-        return write_record(records_dir(self.settings), obj, file,
-                            known_ids=lambda: {r["id"] for r in self.attempts.store.load().records},
-                            declared=lambda: self.store.load_manifest().corpora.get(RECORDS_CORPUS),
-                            ingest=lambda spec: self.ingest([spec]))
+        """Write an attempt record into the records corpus and index it (`brain record`, POST /attempts)."""
+        return write_record(obj, file, known_ids=lambda: {r["id"] for r in self.attempts.store.load().records},
+                            read=lambda name: self.store.read_upload(RECORDS_CORPUS, name),
+                            put=lambda name, text, base: self._put(RECORDS_CORPUS, name, text, base))
 
     # ---- kernel runs: the log `brain kernels run --record` writes (read only here) -------------------------
     def kernel_history(self, problem: str, device: str | None = None, order: str = "time", k: int = 20,
@@ -277,13 +283,19 @@ class Brain:
         """Validate, chunk and embed (no lock held), then store and index one file under the write lease; a
         rejected upload changes nothing. A name with a path in it is refused, never silently renamed."""
         name = filename or ""
+        check_text(name, "file name")
         if "/" in name or "\\" in name or name in (".", "..") or Path(name).is_absolute():
             raise BrainError(f"file name '{filename}' must be a plain name, without a folder or '..'")
         if not _NAME.match(name) or Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
             raise BrainError(f"file name '{filename}' must be letters, digits, '.', '_' or '-' and end in "
                              + ", ".join(SUPPORTED_SUFFIXES))
+        check_text(corpus, "corpus")
         if not _NAME.match(corpus):
             raise BrainError(f"corpus name '{corpus}' must be letters, digits, '.', '_' or '-'")
+        if corpus == RECORDS_CORPUS:
+            raise BrainError(f"corpus '{corpus}' holds the attempt records `brain record` writes; choose another name")
+        if corpus in {s.name for s in default_corpora()}:
+            raise BrainError(f"corpus '{corpus}' is a folder corpus on the server; choose another name")
         if len(data) > MAX_UPLOAD_BYTES:
             raise BrainError(f"upload is {len(data)} bytes; the limit is {MAX_UPLOAD_BYTES}")
         if not data.strip():
@@ -300,14 +312,20 @@ class Brain:
             raise BrainError(str(e)) from None
         if not chunks:
             raise BrainError("upload has no content to index")
-        for c in chunks:
-            c.corpus = corpus
         known = self.store.load_manifest()
         self.ingester.check_writable(known)  # refuse before paying for the embedding
         if known.corpora.get(corpus) and not self.store.is_upload_corpus(corpus, known.corpora[corpus]):
             raise BrainError(f"corpus '{corpus}' is a folder on disk, not an upload corpus")
+        return self._put(corpus, name, text, chunks=chunks)
+
+    def _put(self, corpus: str, name: str, text: str, base: str | None = None, chunks=None) -> Summary:
+        """Chunk (unless given) and embed one stored document, then store and index it under the write lease
+        (refused with Changed when `base` is given and the stored text is no longer it)."""
+        chunks = chunk_text(text, name, Path(name).suffix) if chunks is None else chunks
+        for c in chunks:
+            c.corpus = corpus
         prepared = self.ingester.prepare(chunks)
-        return self._installed(self.ingester.put_document(corpus, name, text, prepared))
+        return self._installed(self.ingester.put_document(corpus, name, text, prepared, base))
 
     def delete_document(self, path: str) -> Summary:
         """Remove an uploaded document (`corpus/file`) and its chunks."""

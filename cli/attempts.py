@@ -32,7 +32,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("record", help="write an attempt record (JSON) into the records worklog and index it")
     p.add_argument("file", help="a JSON file with the record's fields, or '-' for stdin")
-    p.add_argument("--to", dest="target", metavar="NAME.md", help="records worklog to append to (default attempts.md)")
+    p.add_argument("--to", dest="target", metavar="NAME.md", help="append to this records file (default: a file of its own per record)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_record)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from brain import BrainError
 from brain.config import CorpusSpec, Settings, default_corpora
 from cli.args import add_filter_args, add_k, add_output_args, add_text, filter_values, filters_from, text_of
-from cli.output import print_hits
+from cli.output import print_hits, printable
 from cli.remote import find_server, note
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def cmd_ingest(args, settings: Settings) -> int:
         print(json.dumps(summary.as_dict()))
         return 0
     for skip in summary.skipped:
-        print(f"skipped {skip}", file=sys.stderr)
+        print(f"skipped {printable(skip)}", file=sys.stderr)
     print(summary.line())
     return 0
 

@@ -1,7 +1,8 @@
 """`brain kernels ...`: the NVFP4 problems' backends, checked against the exact reference and timed.
 
-This module imports only `kernels/`, so on a machine with the kernels' dependencies alone (a GPU box without the
-brain's) the same commands run as ``python -m cli.kernels ...``.
+This module imports only `kernels/` (and cli/output.py, which imports nothing of the brain), so on a machine
+with the kernels' dependencies alone (a GPU box without the brain's) the same commands run as
+``python -m cli.kernels ...``.
 
     brain kernels list [--json]
     brain kernels run PROBLEM --backend NAME|FILE.py[:FUNCTION] [--shape k=v,... | --benchmarks | --tests]
@@ -33,6 +34,7 @@ from kernels.problems import DEFAULT_SEED, list_problems
 from kernels.registry import describe
 from kernels.shapes import parse_shape
 from kernels.submission import SubmissionError, file_backend, is_file_spec
+from cli.output import printable
 
 # `list` imports no torch (about 1.3 s); `run` imports the runner, and with it torch, when it runs.
 
@@ -157,12 +159,12 @@ def main(args: argparse.Namespace, settings=None) -> int:
             return kernel_runs.cmd_record(args, settings)
         return _run(args, settings)
     except SubmissionError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"error: {printable(exc.message)}", file=sys.stderr)
         for line in exc.trace:
-            print(line, file=sys.stderr)
+            print(printable(line), file=sys.stderr)
         return 2
     except KernelsError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"error: {printable(exc.message)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

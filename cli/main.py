@@ -34,11 +34,15 @@ def main(argv: list[str] | None = None) -> int:
     from brain import BrainError
     from brain.config import Settings
 
+    from cli.output import PrintableStream, printable
+
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(kernels=bool(argv) and argv[0] == "kernels")
     args = parser.parse_args(argv)
     from brain import owner
     owner.ROLE = f"brain {args.command}"  # how a refusal names this process to another one
+    stdout = sys.stdout
+    sys.stdout = PrintableStream(stdout)  # titles and text from the index: no raw control characters
     try:
         code = args.handler(args, Settings())
         sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit
@@ -47,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # as if killed by SIGPIPE, like other Unix tools
     except BrainError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -55,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug: one line for the user, the traceback only on request
         if os.environ.get("BRAIN_DEBUG"):
             raise
-        print(f"internal error: {type(e).__name__}: {e} (set BRAIN_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(f"internal error: {type(e).__name__}: {printable(str(e))} (set BRAIN_DEBUG=1 for the traceback)",
+              file=sys.stderr)
         return 1
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

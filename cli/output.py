@@ -1,6 +1,8 @@
-"""How the CLI prints search hits and attempt records in plain text (--json prints the API's JSON instead)."""
+"""How the CLI prints search hits and attempt records in plain text (--json prints the API's JSON instead), and
+`printable`: what reaches the terminal from the index never carries a raw control character."""
 from __future__ import annotations
 
+import re
 import textwrap
 
 
@@ -36,3 +38,25 @@ def print_record(r: dict, n: int | None = None) -> None:
     from brain.attempts.format import format_record
     print(format_record(r, n))
     print()
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters (an ESC that recolours the terminal or moves the cursor, a CR that
+    overwrites the line) written as `\\u001b`; newline and tab kept. The escape is also valid inside JSON."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class PrintableStream:
+    """stdout for the `brain` command: every write goes through printable()."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(printable(text))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)

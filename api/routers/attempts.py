@@ -34,6 +34,6 @@ def conflicts(technique: str | None = Query(None, max_length=64), brain: Brain =
              summary="write an attempt record into the records worklog and index it (as `brain record`)")
 def record(body: Any = Body(..., description="title, verdict (required), problem, techniques, hypothesis, "
                                              "change, figures [{label, before, after, unit}], lesson, supersedes"),
-           to: str | None = Query(None, max_length=64, description="records worklog (default attempts.md)"),
+           to: str | None = Query(None, max_length=64, description="append to this records file (default: a file of its own per record)"),
            brain: Brain = Depends(get_brain)) -> dict:
     return brain.record(body, to)

@@ -1,5 +1,6 @@
-"""The NVFP4 kernel runner over HTTP: list problems/backends, run a registered one (API key; one run at a time),
-and the recorded runs' history (read only).
+"""The NVFP4 kernel runner over HTTP: list problems/backends, run a registered one (API key; one run at a time,
+at most MAX_SHAPES shapes, stopped at its next step once it has run RUN_SECONDS: 504), and the recorded runs'
+history (read only).
 
 A run names a registered backend, code the operator installed. A kernel file is never taken from a request:
 running a file sent over the network would hand anyone holding the key arbitrary code execution on this host
@@ -8,6 +9,8 @@ what it records is what GET /kernels/{problem}/history serves.
 """
 from __future__ import annotations
 
+import os
+import time
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -19,6 +22,8 @@ from brain import MAX_K
 from brain.service import Brain
 
 router = APIRouter(tags=["kernels"])
+RUN_SECONDS = float(os.environ.get("BRAIN_KERNEL_RUN_SECONDS") or 300)  # one run's time limit
+MAX_SHAPES = 16  # shapes in one run's list
 
 
 class RunRequest(BaseModel):
@@ -28,13 +33,14 @@ class RunRequest(BaseModel):
         "tests", description='"tests", "benchmarks", one shape like {"m": 128, "k": 256, "l": 1} or a list')
     check: bool = Field(True, description="compare with the exact reference")
     bench: bool = Field(False, description="time it")
-    seed: int = Field(1111, ge=0, le=2**31 - 1)
+    seed: int = Field(1111, ge=0, le=2**31 - 1, strict=True)
     device: str | None = Field(None, max_length=16, description="cpu or cuda[:i] (default: cuda if available)")
 
 
-def _error(e) -> JSONResponse:
+def _error(e, status: int | None = None) -> JSONResponse:
     from kernels.errors import Busy, UnknownBackend, UnknownProblem
-    status = 429 if isinstance(e, Busy) else 404 if isinstance(e, (UnknownProblem, UnknownBackend)) else 400
+    status = status or (429 if isinstance(e, Busy) else 404 if isinstance(e, (UnknownProblem, UnknownBackend))
+                        else 400)
     return JSONResponse({"error": e.message}, status_code=status)
 
 
@@ -55,11 +61,20 @@ def kernels_list():
 def kernels_run(problem: str, req: RunRequest):
     from kernels import runner
     from kernels.errors import KernelsError
+    if isinstance(req.shapes, list) and not 1 <= len(req.shapes) <= MAX_SHAPES:
+        return JSONResponse({"error": f"'shapes' must be 1..{MAX_SHAPES} shape objects"},
+                            status_code=400)
+    deadline, stopped = time.monotonic() + RUN_SECONDS, []
+
+    def within_limit(step: str) -> None:  # the runner reports every step: a run over its time stops at the next
+        if time.monotonic() > deadline:
+            stopped.append(step)
+            raise KernelsError(f"run stopped at '{step}': over the limit of {RUN_SECONDS:g} s for one run")
     try:
         return runner.run(problem, req.backend, req.shapes, check=req.check, bench=req.bench, seed=req.seed,
-                          device=req.device)
+                          device=req.device, progress=within_limit)
     except KernelsError as e:
-        return _error(e)
+        return _error(e, 504 if stopped else None)
 
 
 @router.get("/kernels/{problem}/history", summary="recorded runs of a problem (`brain kernels run --record`): "

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.deps import get_brain, is_local
+from api.errors import public_message
 from brain import BrainError
 from brain.service import Brain
 
@@ -18,7 +19,7 @@ def health(request: Request, brain: Brain = Depends(get_brain)):
     try:
         snap = brain.snapshot()
     except BrainError as e:  # e.g. a corrupt manifest or an unreachable Chroma server
-        return JSONResponse({"status": "error", "error": str(e)}, status_code=503)
+        return JSONResponse({"status": "error", "error": public_message(str(e), brain.settings)}, status_code=503)
     out = {"status": "ok", "chunks": len(snap.ids), "generation": snap.generation}
     if is_local(request):  # the CLI beside it checks it reached its own home's server
         out.update(home=str(brain.settings.home), pid=os.getpid())

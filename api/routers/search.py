@@ -42,7 +42,7 @@ def filter_query(kind: str | None = Query(None, max_length=64, description=Filte
 
 class SearchRequest(FilterFields):
     q: str = Field(..., min_length=1, max_length=MAX_QUERY, description="a question, an error or an identifier")
-    k: int = Field(5, ge=1, le=MAX_K)
+    k: int = Field(5, ge=1, le=MAX_K, strict=True)  # strict: `true` is no count
     mode: Mode = "hybrid"
     pattern: str | None = Field(None, max_length=64, description="only code regions carrying this pattern")
     expand: bool = Field(False, description="append the next chunk of the section to very short hits")
@@ -50,7 +50,7 @@ class SearchRequest(FilterFields):
 
 class PitfallRequest(FilterFields):
     error: str = Field(..., min_length=1, max_length=MAX_ERROR_TEXT, description="error message or traceback")
-    k: int = Field(3, ge=1, le=MAX_K)
+    k: int = Field(3, ge=1, le=MAX_K, strict=True)
 
 
 @router.get("/search", summary="hybrid search (the JSON of `brain search --json`)")

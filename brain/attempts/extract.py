@@ -14,26 +14,21 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from brain.attempts import fields as F
+from brain.attempts import written
 from brain.attempts import find
 from brain.attempts import text as T
 from brain.attempts.fields import NOT_TECHNIQUES, STAGES  # noqa: F401  (relations.py reads them here)
 from brain.attempts.figures import TOTAL, Fig, _squash, dedupe, deciding, figure_verdict, text_figures
 from brain.attempts.tables import table_figures
-from brain.attempts.units import canonical
+from brain.attempts.units import better_of, canonical, metric_of
+from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 5  # bump when a rule changes: every worklog is re-extracted at the next sync
-PROBLEMS = ("gemv", "gemm", "dual_gemm", "group_gemm", "none")
-VERDICTS = ("improved", "regressed", "neutral", "failed", "proposed", "inconclusive")
+EXTRACTOR_VERSION = 6  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
                            r"kernel time|gpu time|shape \d+)$", re.I)
-_clean = T.clean  # writeback.py normalises user text with the same function
-
-
-def normalize_unit(unit: str) -> str:
-    return canonical(T.clean(unit))
 
 
 # The rule table: (field, rule); unit rows all apply, other fields' rows in order (the first that applies wins).
@@ -68,7 +63,9 @@ RULES = [
              "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
              "record ends before the first record inside it, and a section left with nothing but its heading is "
              "none"),
-    ("unit", "a section with a `**Verdict:**` line (a written record)"),
+    ("unit", "a section with a `**Verdict:**` line (a written record, never a step of a progression); one in "
+             "`brain record`'s format (its Verdict, Problem and Techniques lines) is read field by field as written, "
+             "by none of the rules below"),
     ("unit", "a section scoring >= 3 (attempt word in its heading +2, labelled field +1 each, a before -> after "
              "figure with a direction +3, a verdict word +1); a section (not the document's lead) whose own text "
              "states a before -> after pair or a ratio, or says what its author did ('we use', 'I added') and "
@@ -251,9 +248,10 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
     find.flag(secs)
     doc_title = next((s.title for s in secs if s.level == 1), secs[1].title if len(secs) > 1 else "")
     doc = _Doc(lines, secs, doc_title, "\n".join(lines), _headlines(lines, secs))
-    records = [_record(doc, u, source, corpus) for u in find.units(lines, secs)]
+    records = [_written(doc, u, source, corpus) or _record(doc, u, source, corpus) for u in find.units(lines, secs)]
     measured = [r for r in records if r.verdict not in ("proposed",) and not r._explicit]
-    if not measured and PITCH_DOC.search(doc_title or "") or (not records and PITCH_DOC.search(doc.text[:2000])):
+    pitch = not measured and PITCH_DOC.search(doc_title or "") or (not records and PITCH_DOC.search(doc.text[:2000]))
+    if pitch and not any(r._explicit for r in records):  # a written record titled "RFC: ..." stays itself
         hyp = F.hypothesis_lines(lines, 0, len(lines) - 1) or F.speculative_sentence(doc.text)
         records = [Record(title=doc_title, source=source, corpus=corpus, start_line=1, end_line=len(lines),
                           problem=F.problem(doc_title, doc.text, [], doc_title, doc.text), verdict="proposed",
@@ -267,9 +265,10 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
             measured[0].lesson = T.clean(m.group(1) or m.group(3))[:400]
     counts: dict[tuple, int] = {}
     for r in records:
-        key = (tuple(r._path), r.title)
+        title = T.clean(r.title) if r._explicit else r.title  # a written title read verbatim keeps its id
+        key = (tuple(r._path), title)
         counts[key] = counts.get(key, 0) + 1
-        r.id = record_id(corpus, source, list(r._path), r.title, counts[key])
+        r.id = record_id(corpus, source, list(r._path), title, counts[key])
     return records
 
 
@@ -281,6 +280,28 @@ def _step_figures(st) -> list[Fig]:
                     a.mixed)
             figs.append(f)
     return figs or list(st.ratios)  # a ratio only where nothing absolute compares
+
+
+def _written(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record | None:
+    """A section in `brain record`'s format, read by brain/attempts/written.py: every field as written, no
+    rules (None for any other unit). The deciding figure is the first written one; the scope is derived."""
+    w = written.read(doc.lines, u.start, u.end) if u.kind == "explicit" else None
+    if w is None:
+        return None
+    end = w.pop("end")
+    figure = None
+    if w["figures"]:
+        unit = canonical(w["figures"][0]["unit"])
+        metric = metric_of(unit)
+        figure = {**w["figures"][0], "metric": metric, "better": better_of(metric, unit)}
+    scope = _scope(doc, u, "\n".join(doc.lines[u.start:end + 1]))
+    if figure and any(rx.fullmatch(figure["label"].strip()) for rx in F.SHAPES):
+        scope["shape"] = figure["label"].strip()  # the size the deciding figure was measured at
+    r = Record(title=doc.secs[u.sec].raw or u.title, source=source, corpus=corpus, start_line=u.start + 1,
+               end_line=end + 1, **w, figure=figure, metric=figure and figure["metric"],
+               better=figure and figure["better"], scope=scope)
+    r._path, r._explicit = u.path, True
+    return r
 
 
 def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
@@ -378,4 +399,4 @@ def _scope(doc: _Doc, u: find.Unit, body: str) -> dict:
 
 
 __all__ = ["EXTRACTOR_VERSION", "PROBLEMS", "RULES", "Record", "SUFFIXES", "VERDICTS", "TOTAL", "extract",
-           "normalize_unit", "record_id", "rules_markdown"]
+           "record_id", "rules_markdown"]

@@ -93,8 +93,11 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     steps: list[P.Step] = []
     spans_of: dict[int, list[S.Span]] = {}
     steps_parents = {secs[k].parent for k in numbered}
+    # a written record (a `**Verdict:**` line) says every field itself: it is never a step of a progression
+    written = {k for k, s in enumerate(secs) if k and any(VERDICT_LINE.match(lines[i])
+                                                          for i in range(s.body_start, s.end + 1))}
     for k, s in enumerate(secs):
-        if k == 0 and not s.title and s.end < 0:
+        if k == 0 and not s.title and s.end < 0 or k in written:
             continue
         holds = bool(S.measurements(lines, T.blocks_of(lines, s.body_start, s.end)))
         spans_of[k] = S.spans(lines, s.body_start, s.end,
@@ -114,7 +117,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     stated = P.stated_siblings(lines, secs, hard | holding | parts | numbered)
     # a tutorial step's own subsections (not Problem / Results parts) are steps too
     stated |= {c for k in stated for c in secs[k].children if not P.PART.match(secs[c].title) and c not in hard}
-    for k in sorted((numbered | stated) - holding - parts):
+    for k in sorted((numbered | stated) - holding - parts - written):
         s = secs[k]
         end = _step_end(secs, k, parts)
         figs = text_figures(lines, s.body_start, end) + table_figures(lines, s.body_start, end)[0]
@@ -135,7 +138,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
               and _score(RESULTS_HEAD.sub(" ", s.title), T.prose("\n".join(lines[s.body_start:s.end + 1])),
                          lines, s) < 3}
     steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable)
-    steps = P.chain(steps)
+    steps = P.chain([st for st in steps if st.section not in written])
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}
     steps = [st for st in steps if st.kind != "section" or st.group is None or st.group in measured]
@@ -163,6 +166,9 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     for k, s in enumerate(secs):
         if k == 0 and not s.title:
             out += _span_units(spans_of.get(k, []), s, k)
+            continue
+        if k in written:
+            out.append(Unit("explicit", s.title, s.path, s.start, s.end, sec=k))
             continue
         out += _legacy(lines, s, k, spans_of.get(k, []), covered=k in holding or k in step_secs or k in parts)
     out += _siblings(lines, secs, out, holding | step_secs | parts | hard)
@@ -221,8 +227,6 @@ def _span_units(spans: list[S.Span], s: T.Section, k: int) -> list[Unit]:
 
 def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered: bool) -> list[Unit]:
     """The rules of the seven worklogs the extractor was first written on."""
-    if any(VERDICT_LINE.match(lines[i]) for i in range(s.body_start, s.end + 1)):
-        return [Unit("explicit", s.title, s.path, s.start, s.end, sec=k)]  # a written record
     out = _span_units(spans, s, k)
     taken = {u.start for u in out}
     for a, b in T.blocks_of(lines, s.body_start, s.end):  # "Tried ..." bullets, anywhere

@@ -139,7 +139,11 @@ class AttemptStore:
                 continue
             done.append(key)
             lines = text.splitlines()
-            for rec in extract(text, source, corpus):
+            try:
+                found = extract(text, source, corpus)
+            except (RecursionError, ValueError):  # a file the rules cannot read has no records; the rest go on
+                found = []
+            for rec in found:
                 d = rec.as_dict()
                 excerpt = "\n".join(lines[rec.start_line - 1:rec.end_line])
                 context = " / ".join(getattr(rec, "_path", None) or [])

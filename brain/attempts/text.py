@@ -33,6 +33,7 @@ class Section:
     doc_title: bool = False  # the one top heading: what it holds before its subsections is the document's lead
     bold: bool = False  # opened by a line that is all bold: inside a step, a part of it
     last: int = -1  # last line of the subtree (set by sections())
+    raw: str = ""  # the title as written (a written record's title is read verbatim)
 
 
 def num(s: str) -> float:
@@ -91,7 +92,7 @@ def sections(lines: list[str], suffix: str) -> list[Section]:
         stack = [k for k in stack if out[k].level < h.level]
         title = clean(h.title)
         sec = Section([out[k].title for k in stack] + [title], h.level, title, h.start, h.end + 1, end,
-                      parent=stack[-1] if stack else -1, bold=h.kind == "bold")
+                      parent=stack[-1] if stack else -1, bold=h.kind == "bold", raw=h.title)
         out.append(sec)
         if stack:
             out[stack[-1]].children.append(len(out) - 1)

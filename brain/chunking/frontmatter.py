@@ -10,6 +10,7 @@ import re
 
 import yaml
 
+from brain.chunking import UnsupportedFile
 from brain.taxonomy import KINDS, resolve_kind, resolve_tag
 
 _OPEN = "---"
@@ -22,12 +23,28 @@ _ARCH_TAGS = {"100": "sm100", "101": "sm100", "103": "sm100", "90": "sm90"}
 TAG_FIELDS = ("tags", "keywords")
 ARCH_FIELDS = ("arch", "architecture", "architectures", "gpu", "gpus", "hardware")
 KIND_FIELDS = ("type", "kind", "category")
+MAX_VALUES = 10_000  # values front matter may hold once its YAML aliases are expanded
 
 
-def split_front_matter(text: str) -> tuple[dict, str, int]:
+def expanded_size(value, memo: dict | None = None) -> int:
+    """How many values `value` holds with every shared reference (a YAML alias) counted each time it is used:
+    computed once per distinct object, so a 429-byte alias bomb costs microseconds, not its 34 M characters."""
+    memo = {} if memo is None else memo
+    if id(value) in memo:
+        return memo[id(value)]
+    memo[id(value)] = 1  # a self-referencing alias counts once rather than forever
+    children = [x for pair in value.items() for x in pair] if isinstance(value, dict) else \
+        list(value) if isinstance(value, (list, tuple)) else []
+    total = 1 + sum(expanded_size(x, memo) for x in children)
+    memo[id(value)] = total
+    return total
+
+
+def split_front_matter(text: str, source: str = "page") -> tuple[dict, str, int]:
     """(metadata, body, lines consumed). Front matter is YAML between a first line `---` and the next line
     `---` or `...`. No front matter, an unclosed block, or YAML that does not parse to a mapping all give
-    ({}, text, 0): the page is then indexed whole, as written."""
+    ({}, text, 0): the page is then indexed whole, as written. YAML whose aliases expand to more than
+    MAX_VALUES values (an alias bomb) is refused: UnsupportedFile, and an ingest skips the file by name."""
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].rstrip("\r\n").rstrip() != _OPEN:
         return {}, text, 0
@@ -44,6 +61,8 @@ def split_front_matter(text: str) -> tuple[dict, str, int]:
         meta = {}  # `---\n---`: an empty block is still front matter
     if not isinstance(meta, dict):
         return {}, text, 0  # `---` opening a page of prose, or a YAML scalar: not metadata
+    if expanded_size(meta) > MAX_VALUES:
+        raise UnsupportedFile(f"{source}: front matter expands to more than {MAX_VALUES} values (YAML aliases)")
     return meta, "".join(lines[end + 1:]), end + 1
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import PurePosixPath
 
@@ -260,6 +260,12 @@ def _size(group: list[_Unit]) -> int:
 class NotebookChunk(Chunk):
     prose: str = ""  # the markdown and output text, read as written when embedding
     code: str = ""  # the code, read through the Python chunker's natural-language view
+
+    def piece(self, text: str, start_line: int, end_line: int) -> Chunk:
+        """A part of this chunk: embedded as its own text (as prose, or as code when the chunk is only code)."""
+        return replace(self, text=text, start_line=start_line, end_line=end_line,
+                                   prose="" if self.code and not self.prose else text,
+                                   code=text if self.code and not self.prose else "")
 
     def embedding_text(self) -> str:
         if not self.code:

@@ -2,8 +2,9 @@
 manifest that says which of them are visible, the write lease, and uploaded files.
 
 An index has a name (Settings.index, from BRAIN_INDEX) and every Chroma collection it owns derives from it:
-`<index>` holds the chunks, `<index>-<suffix>` its side collections (`-meta`, `-uploads`, `-lease-<n>`, and
-others' such as `-attempts`). Nothing here ever touches another index's collections.
+`<index>` holds the chunks, `<index>-<suffix>` its side collections (SIDE_SUFFIXES: `-meta`, `-uploads`,
+`-records`, `-attempts`; and `-lease-<n>`). An index name may not end in such a suffix, so nothing here ever
+touches another index's collections.
 
 Chroma is the source of truth for chunks. The manifest (content hash and chunk ids per file) makes ingest
 incremental and says which stored chunks are visible: anything the manifest does not list (left by a writer
@@ -13,6 +14,7 @@ uploads live.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -33,16 +35,41 @@ PAGE = 2000  # Chroma get() page size
 READ_TRIES = 4  # tries of one page read that races a write
 LEGACY_INDEX = "brain"  # what a manifest written before index names were recorded was built as
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,100}[A-Za-z0-9]$")
+# `<index>-<suffix>`: the collections an index owns beside its chunks. An index name may not end in one of
+# them, so no index's chunk collection is another index's side collection (which its ingest would clean up).
+SIDE_SUFFIXES = ("meta", "uploads", "attempts", "records")
+# The corpus of attempt records written back (`brain record`): documents the store holds, like uploads, so every
+# host serving the index writes them; unlike uploads they survive `brain ingest --rebuild`.
+RECORDS_CORPUS = "records"
+_SIDE = re.compile(r"-(" + "|".join(SIDE_SUFFIXES) + r"|lease-\d+)$")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()  # read once: os.umask can only be read by setting it, which races other threads
 
 
 def atomic_write(path: Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) whole: readers see the old file or the new one. The temporary file is
+    hidden (a dot name, which no ingest lists) and removed when the write fails; the file gets the mode any new
+    file gets (0666 less the umask), not mkstemp's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~UMASK)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @dataclass
@@ -102,6 +129,9 @@ class Store:
         if not _NAME.match(self.index) or ".." in self.index:
             raise BrainError(f"index name '{self.index}' (BRAIN_INDEX) must be 3-102 letters, digits, '.', '_' "
                              "or '-', starting and ending with a letter or digit")
+        if _SIDE.search(self.index):
+            raise BrainError(f"index name '{self.index}' (BRAIN_INDEX) ends like a side collection of another "
+                             f"index (-{', -'.join(SIDE_SUFFIXES)}, -lease-N); choose another name")
         self._client = None
         self._collection = None
         self._client_lock = threading.Lock()
@@ -128,6 +158,8 @@ class Store:
         raise NotImplementedError
 
     def collection_name(self, suffix: str = "") -> str:
+        if suffix and suffix not in SIDE_SUFFIXES and not suffix.startswith("lease-"):
+            raise ValueError(f"'{suffix}' is not a side collection of an index (SIDE_SUFFIXES)")
         return f"{self.index}-{suffix}" if suffix else self.index
 
     def named_collection(self, suffix: str = ""):
@@ -292,8 +324,9 @@ class Store:
         raise NotImplementedError
 
     def reset(self) -> None:
-        """Forget this index (`brain ingest --rebuild`): its chunks, manifest and uploads; side collections of
-        other features (attempt records, ...) and other indexes are left alone. Takes the write lease."""
+        """Forget this index (`brain ingest --rebuild`): its chunks, manifest and uploads; written records
+        (RECORDS_CORPUS, re-indexed by the caller), side collections of other features (attempt records, ...)
+        and other indexes are left alone. Takes the write lease."""
         raise NotImplementedError
 
     def lease(self, wait: float | None = None):
@@ -309,6 +342,10 @@ class Store:
         raise NotImplementedError
 
     def read_upload(self, corpus: str, name: str) -> str | None:
+        raise NotImplementedError
+
+    def list_uploads(self, corpus: str) -> list[str]:
+        """Names of the files stored for `corpus`, listed in the manifest or not."""
         raise NotImplementedError
 
     def delete_upload(self, corpus: str, name: str) -> None:

@@ -1,6 +1,8 @@
 """The local backend: an embedded Chroma under $BRAIN_HOME, the manifest a JSON file beside it (replaced
-atomically), the write lease an flock on a file in the home, uploaded files in the home. Embedded Chroma is
-one process's store: opening it takes the home's owner lock for the process (brain/owner.py)."""
+atomically), the write lease an flock on a file in the home, uploaded files in `$BRAIN_HOME/uploads/<corpus>`
+and written records in `$BRAIN_HOME/records`. Stored files are never read or written through a symbolic link:
+a link planted among them is refused, not followed out of the folder. Embedded Chroma is one process's store:
+opening it takes the home's owner lock for the process (brain/owner.py)."""
 from __future__ import annotations
 
 import contextlib
@@ -10,7 +12,7 @@ import time
 from pathlib import Path
 
 from brain import BrainError, owner
-from brain.store.base import Manifest, Store, atomic_write
+from brain.store.base import RECORDS_CORPUS, Manifest, Store, atomic_write
 from brain.store.lease import local_lease
 
 
@@ -103,7 +105,14 @@ class LocalStore(Store):
 
     # ---- uploaded files -----------------------------------------------------------------------
     def uploads_dir(self, corpus: str) -> Path:
-        return self.home / "uploads" / corpus
+        return self.home / RECORDS_CORPUS if corpus == RECORDS_CORPUS else self.home / "uploads" / corpus
+
+    def _stored_file(self, corpus: str, name: str) -> Path:
+        folder = self.uploads_dir(corpus)
+        path = folder / name
+        if path.is_symlink() or not path.resolve().is_relative_to(folder.resolve()):
+            raise BrainError(f"'{corpus}/{name}' is a link: stored files are never read or written through one")
+        return path
 
     def is_upload_corpus(self, name: str, spec: dict | None) -> bool:
         """Older local manifests mark an upload corpus only by its root: the home's upload folder."""
@@ -111,11 +120,16 @@ class LocalStore(Store):
             (bool(spec) and Path(spec.get("root") or "/") == self.uploads_dir(name))
 
     def save_upload(self, corpus: str, name: str, text: str) -> None:
-        atomic_write(self.uploads_dir(corpus) / name, text)
+        atomic_write(self._stored_file(corpus, name), text)
 
     def read_upload(self, corpus: str, name: str) -> str | None:
-        path = self.uploads_dir(corpus) / name
+        path = self._stored_file(corpus, name)
         return path.read_text(encoding="utf-8") if path.is_file() else None
 
+    def list_uploads(self, corpus: str) -> list[str]:
+        folder = self.uploads_dir(corpus)
+        return sorted(p.name for p in folder.glob("*") if p.is_file() and not p.is_symlink()
+                      and not p.name.startswith(".")) if folder.is_dir() else []
+
     def delete_upload(self, corpus: str, name: str) -> None:
-        (self.uploads_dir(corpus) / name).unlink(missing_ok=True)
+        self._stored_file(corpus, name).unlink(missing_ok=True)

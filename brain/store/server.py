@@ -1,7 +1,7 @@
 """The server backend (BRAIN_CHROMA_URL): everything readers and writers share lives in one Chroma server, so
 processes on several hosts with nothing else in common serve one index. The manifest is the document of the
 record `manifest` in `<index>-meta` (its generation in the record's metadata, cheap to poll), uploads are
-records of `<index>-uploads`, and the write lease is a chain of collections `<index>-lease-<n>` (ServerLease)."""
+records of `<index>-uploads` (written attempt records of `<index>-records`, which a reset keeps), and the write lease is a chain of collections `<index>-lease-<n>` (ServerLease)."""
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +9,7 @@ import time
 from urllib.parse import urlparse
 
 from brain import BrainError, Unavailable
-from brain.store.base import Manifest, Store
+from brain.store.base import RECORDS_CORPUS, Manifest, Store
 from brain.store.lease import LEASE_WAIT, ServerLease
 
 POLL_SECONDS = 1.0  # how stale a reader's view of the generation may be
@@ -102,15 +102,20 @@ class ServerStore(Store):
             lease.release()
 
     # ---- uploaded files -----------------------------------------------------------------------
+    def _files(self, corpus: str):
+        return self.named_collection("records" if corpus == RECORDS_CORPUS else "uploads")
+
     def save_upload(self, corpus: str, name: str, text: str) -> None:
-        col = self.named_collection("uploads")
-        self.call("store the upload", col.upsert, ids=[f"{corpus}/{name}"], embeddings=[[1.0]],
+        self.call("store the upload", self._files(corpus).upsert, ids=[f"{corpus}/{name}"], embeddings=[[1.0]],
                   documents=[text], metadatas=[{"corpus": corpus}])
 
     def read_upload(self, corpus: str, name: str) -> str | None:
-        got = self.call("read the upload", self.named_collection("uploads").get, ids=[f"{corpus}/{name}"],
-                        include=["documents"])
+        got = self.call("read the upload", self._files(corpus).get, ids=[f"{corpus}/{name}"], include=["documents"])
         return got["documents"][0] if got["ids"] else None
 
+    def list_uploads(self, corpus: str) -> list[str]:
+        got = self.call("list the uploads", self._files(corpus).get, where={"corpus": corpus}, include=[])
+        return sorted(i.split("/", 1)[1] for i in got["ids"])
+
     def delete_upload(self, corpus: str, name: str) -> None:
-        self.call("delete the upload", self.named_collection("uploads").delete, ids=[f"{corpus}/{name}"])
+        self.call("delete the upload", self._files(corpus).delete, ids=[f"{corpus}/{name}"])

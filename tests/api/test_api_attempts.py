@@ -69,23 +69,23 @@ def test_post_attempts_writes_reads_back_and_refuses_bad_records(setup):
               "figures": [{"label": "M=4096", "before": 50, "after": 61, "unit": "us"}]}
     assert client.post("/attempts", json=record).status_code == 401
     assert client.post("/attempts", json=record, headers={"X-API-Key": "wrong"}).status_code == 401
-    worklog = home / "records" / "attempts.md"
+    records = home / "records"
     for bad, needle in (({**record, "verdict": "meh"}, "unknown verdict"), ({**record, "title": ""}, "missing 'title'"),
                         ({**record, "supersedes": "nope"}, "names no record"), ([1], "JSON object")):
         r = client.post("/attempts", json=bad, headers={"X-API-Key": KEY})
         assert r.status_code == 400 and needle in r.json()["error"]
-        assert not worklog.exists()
+        assert not records.exists()
     r = client.post("/attempts", json=record, headers={"X-API-Key": KEY})
     assert r.status_code == 201, r.text
     out = r.json()
-    assert set(out) >= {"id", "source", "start_line", "end_line"} and worklog.exists()
+    assert set(out) >= {"id", "source", "start_line", "end_line"} and (records / out["source"]).exists()
     got = {x["id"]: x for x in client.get("/attempts", params={"include_superseded": "true", "k": 50}).json()["results"]}
     assert got[old]["status"] == "superseded" and got[old]["superseded_by"] == out["id"]
     assert got[out["id"]]["figures"] == [{"label": "M=4096", "before": 50.0, "after": 61.0, "unit": "us"}]
     assert old not in {x["id"] for x in client.get("/attempts", params={"k": 50}).json()["results"]}
     hits = client.get("/search", params={"q": "more pipeline stages hide TMA latency", "k": 5}).json()["results"]
     assert all("superseded_by" in h and "conflicts_with" in h for h in hits)
-    r = client.get("/sources/records/attempts.md", params={"start": out["start_line"], "end": out["end_line"]})
+    r = client.get(f"/sources/records/{out['source']}", params={"start": out["start_line"], "end": out["end_line"]})
     assert r.status_code == 200 and "**Verdict:** regressed" in r.json()["text"]
     r = client.get("/attempts/conflicts", params={"technique": "pipeline"})
     assert r.status_code == 200 and isinstance(r.json()["conflicts"], list)
@@ -106,7 +106,7 @@ def test_mcp_attempt_tools(setup):
                 assert r.is_error and "wrong API key" in r.content[0].text
                 r = await client.call_tool("record_attempt", {"record": {"title": "L2 prefetch two tiles ahead",
                                                                          "verdict": "neutral"}, "api_key": KEY})
-                assert not r.is_error and json.loads(r.content[0].text)["source"] == "attempts.md"
+                assert not r.is_error and json.loads(r.content[0].text)["source"].startswith("l2-prefetch-")
                 r = await client.call_tool("find_attempts", {"query": "L2 prefetch two tiles ahead", "k": 1})
                 assert "L2 prefetch two tiles ahead" in r.content[0].text and "[neutral]" in r.content[0].text
     anyio.run(main)

@@ -41,6 +41,24 @@ def test_busy_is_429(client, key_header):
     assert r.status_code == 429 and "in progress" in r.json()["error"]
 
 
+def test_a_run_takes_at_most_its_shape_cap(client, key_header):
+    from api.routers import kernels
+    shapes = [{"m": 128, "k": 256, "l": 1}] * (kernels.MAX_SHAPES + 1)
+    r = client.post("/kernels/gemv/run", headers=key_header, json={"backend": "torch", "shapes": shapes, "device": "cpu"})
+    assert r.status_code == 400 and str(kernels.MAX_SHAPES) in r.json()["error"]
+
+
+def test_a_run_over_its_time_limit_stops_with_504(client, key_header, monkeypatch):
+    from api.routers import kernels
+    from kernels import runner
+    monkeypatch.setattr(kernels, "RUN_SECONDS", 0.0)
+    r = client.post("/kernels/gemv/run", headers=key_header,
+                    json={"backend": "torch", "shapes": {"m": 128, "k": 256, "l": 1}, "device": "cpu"})
+    assert r.status_code == 504 and "limit" in r.json()["error"]
+    with runner.run_slot():  # and the run slot is free again
+        pass
+
+
 @pytest.mark.parametrize("spec", ["./evil.py", "evil.py:custom_kernel", "evil.py"])
 def test_the_server_never_runs_a_file_named_in_a_request(client, key_header, tmp_path, monkeypatch, spec):
     marker = tmp_path / "ran"

@@ -86,6 +86,12 @@ def test_user_errors_are_one_line(capsys, argv, msg):
     assert err.startswith("error: ") and msg in err and "\n" not in err
 
 
+def test_an_error_naming_control_characters_prints_them_escaped(capsys):
+    assert _cli(["run", "gemm", "--backend", "x\x1b[31mred", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "x\\u001b[31mred" in err
+
+
 def test_backend_for_another_gpu_says_why(fake_backends, capsys):
     fake_backends("needs-sm90", "good", capability=(9, 0), requires=())
     if torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0):
