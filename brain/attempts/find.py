@@ -134,7 +134,10 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     usable = {k for k, s in enumerate(secs) if k not in hard and not s.parent_attempts
               and _score(RESULTS_HEAD.sub(" ", s.title), T.prose("\n".join(lines[s.body_start:s.end + 1])),
                          lines, s) < 3}
-    steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable)
+    # a section that says what its author did and measures it is one attempt: its table's rows are its figures
+    whole = {k for k in usable if not RESULTS_HEAD.search(secs[k].title)
+             and _states(T.prose("\n".join(lines[secs[k].body_start:secs[k].end + 1])), lines, secs[k])}
+    steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable, whole)
     steps = P.chain(steps)
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}

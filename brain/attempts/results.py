@@ -14,13 +14,25 @@ from __future__ import annotations
 import re
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, make, text_figures
+from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
-from brain.attempts.tables import cell_number, cell_unit
+from brain.attempts.tables import DIFF_COL, cell_number, cell_unit
 from brain.attempts.units import header_metric, header_unit
 
 _I = re.I
 BASE_ROW = re.compile(r"\b(baseline|reference|ref)\b", _I)
+# sections whose tables describe the hardware, a profile or a target: no variants measured
+NO_TABLE = re.compile(r"\b(specifications?|hardware|theor\w*|profil\w*|breakdown|where the time goes|gap analysis|"
+                      r"targets?|roofline|references?|appendix|setup|environment|installation|prerequisites|"
+                      r"how to|methodology)\b", _I)
+ESTIMATE_COL = re.compile(r"typical|expected|estimat|potential|projected|ideal|upper bound|budget|"
+                          r"^\W*(theoretical|peak|sol|target)\b", _I)
+# a first-column heading naming a problem size: its rows are shapes of one measurement, not variants
+SIZE_HEAD = re.compile(r"\b(size|shape|dims?|dimensions?|[mnk]|batch|bs|seq\w*|tokens?|context|length|problem|matrix|"
+                       r"input|elements?|n_\w+|num_\w+)\b", _I)
+PARAM_HEAD = re.compile(r"\b(tile|block|warp|thread|stage|split|chunk|unroll|vec\w*|cluster|depth|group|page|"
+                        r"occupancy|factor|degree|draft|width)", _I)
+SHAPE_NAME = re.compile(r"\W*(?:(?:[mnkbl]|bs|batch|seq(?:len)?|n)\s*[=:]?\s*\d[\d,]*\W*){1,4}", _I)
 LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
                          r"vendor|library|sota)\b", _I)
 
@@ -50,7 +62,7 @@ def _group(name: str) -> str:
 
 
 def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_metrics: dict,
-                usable: set[int]) -> list[Step]:
+                usable: set[int], whole: set[int]) -> list[Step]:
     """The steps results tables add, and the rows that join steps named elsewhere (module docstring)."""
     seen: set[str] = set()
     by_name: dict[str, Step] = {}
@@ -73,8 +85,9 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         rows = []
         for line, c in t.rows:
             v = cell_number(c[col]) if col < len(c) else None
-            if v is not None and (re.search(r"[^\W\d_]{2}", c[0]) or step_name(c[0])):  # a name, not a number
-                rows.append((line, c[0], norm(c[0]), v, c))
+            name = _row_name(t.header[0], c[0])
+            if v is not None and name:
+                rows.append((line, name, norm(name), v, c))
         if not rows:
             continue
         new = [r for r in rows if r[2] not in seen]
@@ -93,14 +106,8 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                     out_.append(f)
             return out_
 
-        def base_of(r) -> list[Fig] | None:
-            same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
-            if same or bases:
-                return figs((same or bases)[0]) if (same or bases)[0] is not r else None
-            n = rows.index(r)
-            return figs(rows[n - 1]) if n and rows[n - 1][2] in seen else None
-
-        befores = {r[0]: base_of(r) for r in new}
+        order = _chain_order(rows)
+        befores = {r[0]: (figs(b) if (b := _before(r, rows, order, bases, seen)) else None) for r in new}
         seen |= {r[2] for r in rows}
         holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
                        if st.kind == "section" and st.start <= t.line <= st.end), None)
@@ -126,25 +133,25 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             segments.setdefault(sec, []).append((st, t))
             by_name[r[2]] = st
             continue
-        named = [r for r in variants if step_name(r[1])]
-        if len(variants) >= 2 and sec in usable and (bases or len(named) == len(variants)):
+        if len(variants) >= 2 and sec in usable and _progression(t, col, rows, secs, sec, holder or sec in whole):
             text_col = next((c for c in range(1, len(t.header)) if c != col and all(
                 c < len(cs) and cell_number(cs[c]) is None and cs[c].strip() for _, cs in t.rows)), None)
             for r in variants:
                 cs = dict(t.rows)[r[0]]
                 what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) else ""
-                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line)
+                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line,
+                          baseline=befores[r[0]] is None)  # a first row starts the table's chain
                 st.before = befores[r[0]]
                 out.append(st)
             continue
-        for n, r in enumerate(rows):
+        for r in rows:
             st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None)
             if st is None or st.pairs or st.kind != "section":
                 continue
-            # a summary table is a progression too: the row above a step's row is its baseline (or the
-            # table's Baseline row, when it names one)
-            base = bases[0] if bases else None
-            above = figs(base) if base and base is not r else figs(rows[n - 1]) if n else None
+            # a summary table is a progression too: the row before a step's row (or the table's Baseline row)
+            # is its baseline
+            b = _before(r, rows, order, bases, set())
+            above = figs(b) if b else None
             if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
                 st.state, st.table_before = figs(r, "joined"), above
             elif len(st.state) == 1 and close(st.state[0], figs(r)[0]):
@@ -152,6 +159,75 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
     for sec, found in segments.items():
         out += _cut(lines, secs[sec], sec, found)
     return out
+
+
+def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: int, holder: bool) -> bool:
+    """Do the table's rows name variants, each measured once (not parts of one run, properties, estimates)? Not in
+    a section on hardware, theory or a profile; not a breakdown (a Total row, a Diff column); not a column of
+    estimates or mixed units; inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row or rows
+    naming steps of their own."""
+    k, titles = sec, []
+    while k > 0:
+        titles.append(secs[k].title)
+        k = secs[k].parent
+    if any(NO_TABLE.search(x) for x in titles) or ESTIMATE_COL.search(t.header[col]):
+        return False
+    if any(TOTAL.search(r[1]) for r in rows) or any(DIFF_COL.search(h) for h in t.header[1:]):
+        return False
+    if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1:
+        return False
+    return not holder or any(BASE_ROW.search(r[1]) for r in rows) \
+        or all(step_name(r[1]) for r in rows if not LIBRARY_ROW.search(r[1]))
+
+
+def _row_name(head: str, cell: str) -> str:
+    """What a row is called: its first cell when that names something (`3: Shared memory`, `Kernel 2`, `+ FP8`);
+    a bare number under a parameter's heading is that setting (`Tile size` 128 -> `Tile size 128`); a problem
+    size (`4096`, `M=N=K=1024`, `bs=8`) names no variant."""
+    name = T.clean(cell)
+    if re.fullmatch(r"[\W\d_xX×]*", name) and re.search(r"\d", name):
+        h = T.clean(head)
+        if h and re.search(r"[^\W\d_]{2}", h) and (PARAM_HEAD.search(h) or not SIZE_HEAD.search(h)):
+            return f"{h} {name}"
+        return ""
+    if SHAPE_NAME.fullmatch(name) or not (re.search(r"[^\W\d_]{2}", name) or step_name(name)):
+        return ""
+    return name
+
+
+def _number(name: str) -> int | None:
+    nm = step_name(name)
+    m = re.match(r"^\W*(\d{1,3})\s*[:.)-]\s*\S", name)
+    return nm[1] if nm else int(m.group(1)) if m else None
+
+
+def _chain_order(rows: list) -> list:
+    """The order the rows were made in: by their step numbers when every row that is not a reference carries a
+    different one (a table sorted by speed), else as listed."""
+    steps = [r for r in rows if not LIBRARY_ROW.search(r[1]) and not BASE_ROW.search(r[1])]
+    nums = [_number(r[1]) for r in steps]
+    if len(steps) >= 2 and None not in nums and len(set(nums)) == len(nums):
+        rank = dict(zip((r[0] for r in steps), nums))
+        return sorted(steps, key=lambda r: rank[r[0]])
+    return steps
+
+
+def _before(r, rows: list, order: list, bases: list, seen: set):
+    """The row a row is measured against: the Baseline row of its group (`x-direction: Baseline`), else the
+    table's Baseline row (a sweep: each setting against it; `+ X` rows build on each other instead), else the
+    row before it in the order the steps were made (a library row such as cuBLAS is a reference, no step)."""
+    same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
+    if same:
+        return same[0]
+    if r in bases:
+        return None
+    cumulative = bool(re.match(r"^[\s*_`]*(\+|&|w/|with\b|and\b|plus\b)", r[4][0], _I))
+    if bases and not (cumulative and r in order and order.index(r)):
+        return bases[0]
+    if r not in order:
+        return None
+    n = order.index(r)
+    return order[n - 1] if n else None
 
 
 def _cut(lines: list[str], s: T.Section, sec: int, found: list[tuple[Step, T.Table]]) -> list[Step]:
