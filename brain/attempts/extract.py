@@ -313,7 +313,9 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
         elif dec is not None:
             verdict = figure_verdict(dec, group, bool(F.NEUTRAL.search(prose)))
         elif u.step is not None and u.step.state and not u.step.before:
-            verdict = "inconclusive"  # measured, with nothing before it to compare against
+            # measured, with nothing before it to compare against: what its heading says of it, else inconclusive
+            verdict = F.word_verdict(u.title, False, "tried") if u.step.kind == "section" else "inconclusive"
+            verdict = verdict if verdict in ("improved", "regressed", "neutral", "failed") else "inconclusive"
         if verdict is None:
             verdict = F.word_verdict(prose, False, u.hint)
             if verdict == "proposed" and u.kind == "step":

@@ -119,7 +119,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         end = _step_end(secs, k, parts)
         figs = text_figures(lines, s.body_start, end) + table_figures(lines, s.body_start, end)[0]
         names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end)
-        nm = P.step_name(s.title)
+        nm = P.heading_step(s.title)
         if nm:
             names |= {f"{nm[0]}{nm[1]}{nm[2]}", f"#{nm[1]}"}
         state = [f for f in figs if f.before is None and f.kind == "state"][:1]
@@ -141,7 +141,10 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     steps = P.chain(steps)
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}
-    steps = [st for st in steps if st.kind != "section" or st.group is None or st.group in measured]
+    # a heading that only opens with a number ("3. Profiling") is a step where it measures or reports an outcome
+    steps = [st for st in steps if st.kind != "section" or st.group is None or (st.group in measured and (
+        st.group[1] != "#" or st.state or st.pairs or st.ratios
+        or says_outcome(T.prose("\n".join(lines[st.start:st.end + 1])))))]
     dropped = numbered - {st.section for st in steps}
     parts -= {c for k in dropped for c in secs[k].children}
     # a section split into steps (rows, items, measurements in its text) is no record itself
@@ -169,6 +172,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
             continue
         out += _legacy(lines, s, k, spans_of.get(k, []), covered=k in holding or k in step_secs or k in parts)
     out += _siblings(lines, secs, out, holding | step_secs | parts | hard)
+    out = _opening(lines, out)
     _extend_sections(out, secs)
     _no_nesting(out)
     # a section whose text is all its records' (cut down to its heading) is no record of its own
@@ -192,6 +196,24 @@ def _siblings(lines: list[str], secs: list[T.Section], units: list[Unit], blocke
         if DONE.search(own):
             out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k))
     return out
+
+
+def _opening(lines: list[str], units: list[Unit]) -> list[Unit]:
+    """A dead end, a tried change or a bug that opens a step's or a section's text is that step's story, not a
+    record inside it: it goes, and lends the step its outcome."""
+    heads = {u.start: u for u in units if u.kind in ("step", "section") and (u.step is None or u.step.kind == "section")}
+    drop = set()
+    for u in units:
+        if u.kind not in ("dead-end", "tried", "bug"):
+            continue
+        k = u.start - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        outer = heads.get(k)
+        if outer is not None and outer.sec == u.sec and not outer.hint:
+            outer.hint = u.hint or ("neutral" if u.kind == "dead-end" else "failed" if u.kind == "bug" else "tried")
+            drop.add(id(u))
+    return [u for u in units if id(u) not in drop]
 
 
 def _no_nesting(units: list[Unit]) -> None:

@@ -62,6 +62,19 @@ def step_name(title: str) -> tuple[str, int, str] | None:
     return prefix, int(m.group("n")), (m.group("sub") or "").lower()
 
 
+def heading_step(title: str) -> tuple[str, int, str] | None:
+    """A heading's step name: `Kernel 3`, `reduce3` (step_name), else a number it opens with (`1. Naive`,
+    `2) Tiling`, `#3 Swizzle`: prefix `#`) or a version tag it ends with (`Block tiling (V03)`, `... - v2`)."""
+    nm = step_name(title)
+    if nm:
+        return nm
+    m = re.match(r"^\W*#?(\d{1,2})(?:[.):]|\s+-)\s+[^\W\d]", T.clean(title))
+    if m:
+        return "#", int(m.group(1)), ""
+    m = re.search(r"(?:\(|\s[-–—:]\s*)v(?:er(?:sion)?)?\s?(\d{1,3})\)?\s*$", T.clean(title), _I)
+    return ("v", int(m.group(1)), "") if m else None
+
+
 def norm(name: str) -> str:
     return re.sub(r"[^0-9a-z\u4e00-\u9fff]+", "", T.clean(name).lower())
 
@@ -85,8 +98,8 @@ def numbered(secs: list[T.Section]) -> set[int]:
     for k, s in enumerate(secs):
         if not k or s.future or s.under_excluded:
             continue
-        nm = step_name(s.title)
-        if nm:
+        nm = heading_step(s.title)
+        if nm and not (nm[0] == "#" and s.excluded):  # "1. Introduction" is no step
             groups.setdefault((s.parent, nm[0]), set()).add((k, nm[1:]))
     out = set()
     for members in groups.values():
