@@ -25,6 +25,7 @@ KEYLINE = re.compile(r"^\s*(?:\*\*)?(?:time|latency|runtime|duration|throughput|
 # a peak reports a reference, not this version
 OUTLINE = re.compile(r"^\s*(?P<key>[A-Za-z][^:=]{0,80}?)\s*[:=]\s*~?\s*" + T.NUMBER_G + r"\s*" + UNIT + r"(?![\w/])", _I)
 OUT_FIG = re.compile(r"(?<![\w.])~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])")
+FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 REFERENCE_KEY = re.compile(r"cubla|cudnn|torch|rocblas|hipblas|reference|\bref\b|peak|theoretical|ratio|speed-?up|"
                            r"\bvs\b|target|expected|estimat", _I)
 BASELINE = re.compile(r"\b(?:start(?:s|ed)?(?: off)?|begin(?:s|ning)?|starting) (?:off )?(?:with|from) [^.:]{0,60}?"
@@ -106,10 +107,33 @@ def measurements(lines: list[str], paras: list[tuple[int, int]]) -> dict[int, tu
             continue
         found = {k: f for k in range(a, b + 1) if (f := out_figures(lines[k]))}
         both = {k: f for k, f in found.items() if len({metric_of(u) for _, u in f}) > 1}
-        if len(both or found) == 1:
-            k, f = next(iter((both or found).items()))
-            out[k] = ([x for x in f if metric_of(x[1]) != "latency"] or f)[0]
+        if len(both or found) != 1:
+            found = _one_run(lines, a, b)  # `Latency: ...` / `TFLOPS: ...` lines under the run's heading line
+            both = {}
+        if found and (len(both or found) == 1 or len({metric_of(u) for f in found.values() for _, u in f}) == len(found)):
+            figs = [x for f in (both or found).values() for x in f]
+            pick = ([x for x in figs if metric_of(x[1]) != "latency"] or figs)[0]  # read by its rate
+            out[next(k for k, f in found.items() if pick in f)] = pick
     return out
+
+
+def _one_run(lines: list[str], a: int, b: int) -> dict[int, list]:
+    """Program output printing runs under heading lines (`cuBLAS GEMM Kernel`, `Custom GEMM Kernel`): the
+    measurement lines of its one run that is not a reference; nothing when several runs compare configurations."""
+    runs: list[dict] = []
+    header = ""
+    for k in range(a, b + 1):
+        f = out_figures(lines[k])
+        if not f and lines[k].strip() and not OUTLINE.match(lines[k]) and ":" not in lines[k] \
+                and not FENCE_LINE.match(lines[k]):
+            header = lines[k]
+            runs.append({})
+        elif f and not REFERENCE_KEY.search(header):  # the lines under `cuBLAS ...` report the reference
+            if not runs:
+                runs.append({})
+            runs[-1][k] = f
+    runs = [r for r in runs if r]
+    return runs[0] if len(runs) == 1 else {}
 
 
 def _regions(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:
