@@ -43,7 +43,7 @@ ATTEMPT_HEAD = re.compile(r"attempt|\bround \d|\boption [a-z]\b|\btry\b|\btried\
 RESULTS_HEAD = re.compile(r"\b(results?|progress|benchmarks?|performance|measurements?)\b", _I)
 VERDICT_LINE = re.compile(r"^\*\*Verdict:\*\*\s*(improved|regressed|neutral|failed|proposed|inconclusive)\s*$")
 STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
-TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|next steps?|recommendation|suggestion|"
+TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|next(?: steps?)?|recommendation|suggestion|"
                   r"follow-?up)[*_]{0,2}\s*:)[*_]{0,2}\s*(.+)$")
 # a list item marked as not done yet: `- [Utilizing Tensor Cores](#) [TBA]`, `- FP8 path (coming soon)`
 MARKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+?)\s*[\[(]\s*(?:TBA|TBD|TODO|WIP|coming soon|planned)\s*[\])]\s*$", _I)
@@ -107,7 +107,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
                 st.start, st.title = s.start, s.title  # the section's one measured step: the section names it
             steps.append(st)
         if not s.excluded or k in numbered:
-            steps += P.item_steps(lines, s, k)
+            steps += P.item_steps(lines, s, k, k not in numbered and k not in parts and not s.future)
     holding = {st.section for st in steps}
     hard = {k for k, s in enumerate(secs) if k and (HARD_EXCLUDED.search(s.title) or s.future
                                                   or (s.parent > 0 and secs[s.parent].excluded))}

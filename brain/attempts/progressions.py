@@ -131,12 +131,14 @@ def identifiers(lines: list[str], a: int, b: int) -> set[str]:
     return {norm(next(g for g in m.groups() if g)) for m in DEFINES.finditer("\n".join(lines[a:b + 1]))}
 
 
-def item_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
+def item_steps(lines: list[str], s: T.Section, k: int, named: bool) -> list[Step]:
     """List items naming numbered steps (`- Level 03 (11 TFLOPs): shared memory`), two or more of one kind; else
-    three or more items that each state one measurement in one metric (`2. Fused kernel: 14.8 us`)."""
+    three or more items that each state one measurement in one metric (`2. Fused kernel: 14.8 us`); else (where
+    `named`: not inside a step) named items, two or more of them measuring a change or saying how it went
+    (`- **CUDA graphs**: 1.2x faster`)."""
     found = []
     listed = T.items(lines, s.body_start, s.end)
-    measured = _measured_items(lines, listed, k)
+    measured = _measured_items(lines, listed, k) or (_named_items(lines, listed, k) if named else [])
     if measured:
         return measured
     for a, b, text in listed:
@@ -176,6 +178,37 @@ def _measured_items(lines: list[str], listed: list, k: int) -> list[Step]:
     return out
 
 
+NAMED_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+(?:\*\*|__)(?P<name>[^*_]{2,80}?)(?:\*\*|__)")
+# a name that says what moved (`Higher compute utilization`, `Reduced stalls`) reports an effect, not a change
+EFFECT_NAME = re.compile(r"\b(improved|reduced|higher|lower|better|worse|fewer|more|less|increased|decreased|drop|gains?|"
+                         r"loss(es)?|utili[sz]ation|occupancy|efficiency|stalls?|hit rate|bottlenecks?|characteristics|"
+                         r"observations?|analysis)\b", _I)
+ESTIMATE = re.compile(r"\b(est\.|estimated?|expected|potential|projected|could|would|might)\b", _I)
+
+
+def _named_items(lines: list[str], listed: list, k: int) -> list[Step]:
+    """`- **Name**: what it did and how it went`, two or more items measuring a change (a pair, a ratio, a figure
+    with an outcome): each
+    item measuring one or saying how it went is a step of its own, compared within itself (no chain)."""
+    from brain.attempts.fields import says_outcome  # fields reads no progressions: no import circle
+    out, measured = [], 0
+    for a, b, text in listed:
+        m = NAMED_ITEM.match(lines[a])
+        if not m or EFFECT_NAME.search(m.group("name")) or ESTIMATE.search(text):
+            continue
+        figs = text_figures(lines, a, b)
+        pairs = [f for f in figs if f.before is not None and f.kind != "ratio"]
+        ratios = [f for f in figs if f.kind == "ratio"][:1]
+        outcome = says_outcome(text)
+        measured += bool(pairs or ratios or (figs and outcome))  # `saves 35 us per layer`
+        if pairs or ratios or outcome:
+            st = Step("named", T.clean(m.group("name")).rstrip(":.")[:90], a, b, k, {norm(m.group("name"))}, [],
+                      pairs)
+            st.ratios = ratios
+            out.append(st)
+    return out if measured >= 2 else []
+
+
 def chain(steps: list[Step]) -> list[Step]:
     """Each step's baseline is the state before it (same metric, as many shapes), unless it has one already or
     is a baseline itself; a measurement that repeats an earlier, non-adjacent one is a recap, not a step; a
@@ -191,6 +224,8 @@ def chain(steps: list[Step]) -> list[Step]:
                 and not (prev and _same(st.state, prev)):
             continue  # "Looking back at the initial kernel:" repeats the first measurement
         keep.append(st)
+        if st.kind == "named":
+            continue  # a named item measures itself: no link of the chain
         if st.pairs:
             prev = [Fig(f.label, None, f.after, f.unit, f.metric, f.better, f.line, "state") for f in st.pairs]
             continue
