@@ -16,7 +16,7 @@ import re
 from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
-from brain.attempts.tables import DIFF_COL, cell_number, cell_unit
+from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, cell_unit
 from brain.attempts.units import header_metric, header_unit
 
 _I = re.I
@@ -64,7 +64,7 @@ def _group(name: str) -> str:
 def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_metrics: dict,
                 usable: set[int], whole: set[int]) -> list[Step]:
     """The steps results tables add, and the rows that join steps named elsewhere (module docstring)."""
-    seen: set[str] = set()
+    seen: dict[str, Fig] = {}  # each row name an earlier table measured, with its figure
     by_name: dict[str, Step] = {}
     for st in steps:
         for nm in st.names:
@@ -74,6 +74,10 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
     for t in T.tables(lines, 0, len(lines) - 1):
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
+            continue
+        paired = _pair_rows(t, secs, steps)
+        if paired is not None:
+            out += paired
             continue
         unit = _col_unit(t, col)
         metric = header_metric(t.header[col], unit)
@@ -90,9 +94,6 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                 rows.append((line, name, norm(name), v, c))
         if not rows:
             continue
-        new = [r for r in rows if r[2] not in seen]
-        bases = [r for r in rows if BASE_ROW.search(r[1])]
-
         def figs(r, kind="row") -> list[Fig]:
             out_ = []
             for n, c in enumerate(cols):
@@ -106,9 +107,15 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                     out_.append(f)
             return out_
 
+        # a row is new unless an earlier table measured it the same (a recap); the same names measured anew
+        # (an fp16 table after the fp32 one) are steps again
+        new = [r for r in rows if r[2] not in seen or not close(figs(r)[0], seen[r[2]])]
+        bases = [r for r in rows if BASE_ROW.search(r[1])]
+
+
         order = _chain_order(rows)
-        befores = {r[0]: (figs(b) if (b := _before(r, rows, order, bases, seen)) else None) for r in new}
-        seen |= {r[2] for r in rows}
+        befores = {r[0]: (figs(b) if (b := _before(r, rows, order, bases)) else None) for r in new}
+        seen.update({r[2]: figs(r)[0] for r in rows})
         holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
                        if st.kind == "section" and st.start <= t.line <= st.end), None)
         if holder and len(new) == 1 and not holder.pairs and all(f.kind == "state" for f in holder.state):
@@ -150,7 +157,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                 continue
             # a summary table is a progression too: the row before a step's row (or the table's Baseline row)
             # is its baseline
-            b = _before(r, rows, order, bases, set())
+            b = _before(r, rows, order, bases)
             above = figs(b) if b else None
             if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
                 st.state, st.table_before = figs(r, "joined"), above
@@ -178,6 +185,30 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
         return False
     return not holder or any(BASE_ROW.search(r[1]) for r in rows) \
         or all(step_name(r[1]) for r in rows if not LIBRARY_ROW.search(r[1]))
+
+
+def _pair_rows(t: T.Table, secs: list[T.Section], steps: list[Step]) -> list[Step] | None:
+    """A table with a before and an after column whose rows name different things (ops, kernels; not sizes): each
+    row is a change measured by its own pair. None where the table is not such (its pairs are its section's)."""
+    before = next((k for k, h in enumerate(t.header) if k and BEFORE_COL.search(h)), None)
+    after = next((k for k, h in enumerate(t.header) if k and k != before and AFTER_COL.search(h)), None)
+    if before is None or after is None:
+        return None
+    sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+    rows = [(line, _row_name(t.header[0], c[0]), c) for line, c in t.rows if max(before, after) < len(c)]
+    rows = [r for r in rows if r[1] and not TOTAL.search(r[1]) and cell_number(r[2][before]) is not None
+            and cell_number(r[2][after]) is not None]
+    inside = any(st.kind == "section" and st.start <= t.line <= st.end for st in steps)
+    if len(rows) < 2 or inside or not _progression(t, after, [(a, b, norm(b), 0, c) for a, b, c in rows], secs, sec,
+                                                   False):
+        return None
+    unit = _col_unit(t, after) or _col_unit(t, before)
+    out = []
+    for line, name, c in rows:
+        f = make(name, cell_number(c[before]), cell_number(c[after]), unit, line, "pair",
+                 t.header[after][t.header[after].find("%"):] if "%" in t.header[after] else "")
+        out.append(Step("row", T.clean(name)[:90], line, line, sec, {norm(name)}, [], [f], table=t.line))
+    return out if unit else None
 
 
 def _row_name(head: str, cell: str) -> str:
@@ -212,10 +243,10 @@ def _chain_order(rows: list) -> list:
     return steps
 
 
-def _before(r, rows: list, order: list, bases: list, seen: set):
+def _before(r, rows: list, order: list, bases: list):
     """The row a row is measured against: the Baseline row of its group (`x-direction: Baseline`), else the
-    table's Baseline row (a sweep: each setting against it; `+ X` rows build on each other instead), else the
-    row before it in the order the steps were made (a library row such as cuBLAS is a reference, no step)."""
+    table's Baseline row (each option against it; `+ X` rows build on each other instead), else the row before it
+    in the order the steps were made (a library row such as cuBLAS is a reference, no step)."""
     same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
     if same:
         return same[0]
