@@ -17,7 +17,7 @@ from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
 from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, cell_unit
-from brain.attempts.units import header_metric, header_unit
+from brain.attempts.units import UNIT, canonical, header_metric, header_unit
 
 _I = re.I
 BASE_ROW = re.compile(r"\b(baseline|reference|ref)\b", _I)
@@ -74,6 +74,13 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
     for t in T.tables(lines, 0, len(lines) - 1):
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
+            t = _with_context_unit(lines, t)
+            col = choose_column(t.header, t.rows, doc_metrics)
+        if col is None:
+            continue
+        columns = _column_steps(t, secs)
+        if columns:
+            out += columns
             continue
         paired = _pair_rows(t, secs, steps)
         if paired is not None:
@@ -185,6 +192,57 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
         return False
     return not holder or any(BASE_ROW.search(r[1]) for r in rows) \
         or all(step_name(r[1]) for r in rows if not LIBRARY_ROW.search(r[1]))
+
+
+UNIT_WORDS = {"microseconds": "us", "microsecond": "us", "milliseconds": "ms", "millisecond": "ms",
+              "nanoseconds": "ns", "seconds": "s"}
+
+
+def _with_context_unit(lines: list[str], t: T.Table) -> T.Table:
+    """A table whose headings and cells name no unit takes the one its introduction or caption names ("runtime
+    in microseconds:", "(GFLOP/s)"): each numeric column's heading gets it."""
+    after = lines[t.end + 1] if t.end + 1 < len(lines) and lines[t.end + 1].strip() else \
+        (lines[t.end + 2] if t.end + 2 < len(lines) else "")
+    context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "")
+    m = re.search(r"(?:\(|\b(?:in|of)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
+                  context, _I)
+    unit = m and (UNIT_WORDS.get((m.group(2) or "").lower()) or canonical(m.group(1) or ""))
+    if not unit or unit in ("x", "%", "s") and not m.group(2):
+        return t
+    header = [h if k == 0 or header_unit(h) or "(" in h else f"{h} ({unit})" for k, h in enumerate(t.header)]
+    return T.Table(t.line, header, t.rows, t.end)
+
+
+def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
+    """Rows of sizes, columns of variants (`| Size | Naive | Tiled | cuBLAS |`): each column that is not a
+    library's is a step measured over the sizes (the median decides), after the column before it."""
+    if not t.rows or any(_row_name(t.header[0], c[0]) for _, c in t.rows):
+        return []
+    named = [c for c in range(1, len(t.header)) if re.search(r"[^\W\d_]{2}", re.sub(r"\([^)]*\)", "", t.header[c]))
+             and not _sized(t.header[c]) and not ESTIMATE_COL.search(t.header[c])
+             and any(c < len(r) and cell_number(r[c]) is not None for _, r in t.rows)]
+    units = {_col_unit(t, c) for c in named}
+    if len(named) < 2 or len(units) != 1 or not units.pop():
+        return []
+    sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+    out, prev = [], None
+    for c in named:
+        name = T.clean(re.sub(r"\s*\([^)]*\)", "", t.header[c]))
+        if LIBRARY_ROW.search(name) or BASE_ROW.search(name) and prev is None and out:
+            continue
+        figs = []
+        for n, (line, cs) in enumerate(t.rows):
+            v = cell_number(cs[c]) if c < len(cs) else None
+            if v is not None:
+                f = make(T.clean(cs[0]), None, v, _col_unit(t, c), line, "row")
+                f.shape = n
+                figs.append(f)
+        st = Step("row", name[:90], t.line, t.end, sec, {norm(name)}, figs, table=t.line,
+                  baseline=prev is None)
+        st.before = prev if prev and len(prev) == len(figs) else None
+        prev = figs
+        out.append(st)
+    return out
 
 
 def _pair_rows(t: T.Table, secs: list[T.Section], steps: list[Step]) -> list[Step] | None:
