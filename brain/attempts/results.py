@@ -216,8 +216,9 @@ def _with_context_unit(lines: list[str], t: T.Table) -> T.Table:
 def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
     """Rows of sizes, columns of variants (`| Size | Naive | Tiled | cuBLAS |`): each column that is not a
     library's is a step measured over the sizes (the median decides), after the column before it."""
-    if not t.rows or any(_row_name(t.header[0], c[0]) for _, c in t.rows):
-        return []
+    if not t.rows or any(_row_name(t.header[0], c[0]) for _, c in t.rows) \
+            or any(BEFORE_COL.search(h) or AFTER_COL.search(h) or DIFF_COL.search(h) for h in t.header[1:]):
+        return []  # a before / after table: its pairs are its section's
     named = [c for c in range(1, len(t.header)) if re.search(r"[^\W\d_]{2}", re.sub(r"\([^)]*\)", "", t.header[c]))
              and not _sized(t.header[c]) and not ESTIMATE_COL.search(t.header[c])
              and any(c < len(r) and cell_number(r[c]) is not None for _, r in t.rows)]
