@@ -118,7 +118,11 @@ def parts(secs: list[T.Section], steps: set[int]) -> set[int]:
             seen[t] = seen.get(t, 0) + 1
     out = set()
     for k in steps:
-        stack = list(secs[k].children)
+        stack = []
+        for c in secs[k].children:  # the parts right under the step's text; after another subsection, none
+            if not (seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or secs[c].bold):
+                break
+            stack.append(c)
         while stack:
             c = stack.pop()
             if seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or secs[c].bold or c in out:

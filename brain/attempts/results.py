@@ -20,7 +20,7 @@ from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, 
 from brain.attempts.units import UNIT, canonical, header_metric, header_unit
 
 _I = re.I
-BASE_ROW = re.compile(r"\b(baseline|reference|ref)\b", _I)
+BASE_ROW = re.compile(r"\b(baseline|reference|ref|shipped|stock|default|original)\b", _I)
 # sections whose tables describe the hardware, a profile or a target: no variants measured
 NO_TABLE = re.compile(r"\b(specifications?|hardware|theor\w*|profil\w*|breakdown|where the time goes|gap analysis|"
                       r"targets?|roofline|references?|appendix|setup|environment|installation|prerequisites|"
@@ -33,6 +33,7 @@ SIZE_HEAD = re.compile(r"\b(size|shape|dims?|dimensions?|[mnk]|batch|bs|seq\w*|t
 PARAM_HEAD = re.compile(r"\b(tile|block|warp|thread|stage|split|chunk|unroll|vec\w*|cluster|depth|group|page|"
                         r"occupancy|factor|degree|draft|width)", _I)
 SHAPE_NAME = re.compile(r"\W*(?:(?:[mnkbl]|bs|batch|seq(?:len)?|n)\s*[=:]?\s*\d[\d,]*\W*){1,4}", _I)
+DIM = re.compile(r"(?<![A-Za-z])[MNKBGLHD]\s*=?\s*\d{2,6}\b|\b\d{2,6}\s*[x×]\s*\d{2,6}\b")
 LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
                          r"vendor|library|sota)\b", _I)
 
@@ -280,8 +281,9 @@ def _row_name(head: str, cell: str) -> str:
         if h and re.search(r"[^\W\d_]{2}", h) and (PARAM_HEAD.search(h) or not SIZE_HEAD.search(h)):
             return f"{h} {name}"
         return ""
-    if SHAPE_NAME.fullmatch(name) or not (re.search(r"[^\W\d_]{2}", name) or step_name(name)):
-        return ""
+    if SHAPE_NAME.fullmatch(name) or len(DIM.findall(name)) >= 2 or not (re.search(r"[^\W\d_]{2}", name)
+                                                                         or step_name(name)):
+        return ""  # a problem size: `M=1024`, `bs=8`, `gemm N7168 K16384`, `4096x4096`
     return name
 
 
