@@ -56,7 +56,7 @@ STATE = re.compile(r"(?<![A-Za-z0-9_.,/])" + N + r"\s*(" + UNIT + r")(?![\w/])")
 REF_BEFORE = re.compile(r"(cublas|cudnn|torch|pytorch|reference|\bpeak\b|theoretical|\bsol\b|speed[- ]of[- ]light|"
                         r"roofline|\bup to\b|\bat most\b|expected|estimat|budget|\bcould\b|\bwould\b|\bmight\b|"
                         r"\blimit\b|\bbound\b|winner|top solution|\bideal|vendor|previous post)[^.;:,]{0,40}$", _I)
-REF_AFTER = re.compile(r"^[^.;]{0,12}?\b(peak|theoretical|sol|limit|max(imum)?|ceiling|roofline|bound|budget)\b", _I)
+REF_AFTER = re.compile(r"^[^.;(]{0,12}?\b(peak|theoretical|sol|limit|max(imum)?|ceiling|roofline|bound|budget)\b", _I)
 REF_SENTENCE = re.compile(r"(?:compared (?:to|with)|than|relative to|vs\.?|versus|against)\s+[^.]{0,40}?"
                           r"(cublas|cudnn|torch|pytorch|reference|vendor|sota|the (?:best|top|winning))", _I)
 LIBRARY = re.compile(r"\b(cublas(lt)?|cudnn|torch|pytorch|rocblas|hipblas(lt)?|reference (kernel|implementation))\b"
