@@ -199,13 +199,13 @@ def _siblings(lines: list[str], secs: list[T.Section], units: list[Unit], blocke
 
 
 def _opening(lines: list[str], units: list[Unit]) -> list[Unit]:
-    """A dead end, a tried change or a bug that opens a step's or a section's text is that step's story, not a
-    record inside it: it goes, and lends the step its outcome."""
+    """A dead end, a tried change or a bug that opens a step's or a section's text, the only one there, is that
+    step's story, not a record inside it: it goes, and lends the step its outcome."""
     heads = {u.start: u for u in units if u.kind in ("step", "section") and (u.step is None or u.step.kind == "section")}
     drop = set()
     for u in units:
-        if u.kind not in ("dead-end", "tried", "bug"):
-            continue
+        if u.kind not in ("dead-end", "tried", "bug") or sum(v.sec == u.sec and v.kind == u.kind for v in units) > 1:
+            continue  # several in one section: each an attempt of its own
         k = u.start - 1
         while k >= 0 and not lines[k].strip():
             k -= 1

@@ -179,7 +179,11 @@ def spans(lines: list[str], start: int, end: int, progression: bool) -> list[Spa
     for a, b in _regions(lines, start, end):
         paras = _paragraphs(lines, a, b)
         units = _own_units(lines, paras, progression)
-        if any(u.kind == "tried" and u.head >= 0 for u in units):
+        changes = [(x, y) for x, y in paras if T.block_kind(lines, x, y) == "prose"
+                   and not any(u.start <= x <= u.end for u in units) and _measures_change(lines, x, y)]
+        if len(changes) >= 2:  # paragraphs that each say what was changed and measure it: an attempt each
+            units += [Span("tried", x, y, _title(" ".join(lines[x:y + 1])), verdict_hint="tried") for x, y in changes]
+        elif any(u.kind == "tried" and u.head >= 0 for u in units):
             # beside the changes a sentence lists, a paragraph that measures one is a unit too
             units += [Span("tried", x, y, _title(" ".join(lines[x:y + 1]))) for x, y in paras
                       if T.block_kind(lines, x, y) == "prose" and not any(u.start <= x <= u.end for u in units)
@@ -187,6 +191,14 @@ def spans(lines: list[str], start: int, end: int, progression: bool) -> list[Spa
         out += units
         out += _measured(lines, paras, units, a)
     return sorted(out, key=lambda s: s.start)
+
+
+def _measures_change(lines: list[str], x: int, y: int) -> bool:
+    """Does a paragraph say what its author changed and measure the change (a pair, a ratio)?"""
+    from brain.attempts.fields import DONE  # fields reads no segments: no import circle
+    text = " ".join(lines[x:y + 1])
+    return bool(DONE.search(text) or ATTEMPT_VERB.search(text)) and any(
+        f.before is not None for f in text_figures(lines, x, y))
 
 
 def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool) -> list[Span]:
