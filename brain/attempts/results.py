@@ -97,7 +97,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         rows = []
         for line, c in t.rows:
             v = cell_number(c[col]) if col < len(c) else None
-            name = _row_name(t.header[0], c[0])
+            name = _row_name(t.header[0], c[0], c)
             if v is not None and name:
                 rows.append((line, name, norm(name), v, c))
         if not rows:
@@ -133,7 +133,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             holder.table_before = befores[new[0][0]] or holder.table_before
             continue
         sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
-        while sec > 0 and PART.match(secs[sec].title) and secs[sec].parent > 0:
+        while sec > 0 and PART.match(secs[sec].title) and any(st.section == secs[sec].parent for st in steps):
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
         variants = [r for r in new if r[2] not in by_name and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
@@ -149,11 +149,13 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             by_name[r[2]] = st
             continue
         if len(variants) >= 2 and sec in usable and _progression(t, col, rows, secs, sec, holder or sec in whole):
-            text_col = next((c for c in range(1, len(t.header)) if c != col and all(
-                c < len(cs) and cell_number(cs[c]) is None and cs[c].strip() for _, cs in t.rows)), None)
+            text_col = next((c for c in range(1, len(t.header)) if c != col and not _col_unit(t, c)
+                             and header_metric(t.header[c], "") == "other" and all(
+                c < len(cs) and re.search(r"[^\W\d_]{2}", cs[c]) for _, cs in t.rows)), None)
             for r in variants:
                 cs = dict(t.rows)[r[0]]
-                what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) else ""
+                what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) \
+                    and T.clean(cs[text_col]) not in r[1] else ""
                 st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line,
                           baseline=befores[r[0]] is None)  # a first row starts the table's chain
                 st.before = befores[r[0]]
@@ -187,7 +189,9 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
         k = secs[k].parent
     if any(NO_TABLE.search(x) for x in titles) or ESTIMATE_COL.search(t.header[col]):
         return False
-    if any(TOTAL.search(r[1]) for r in rows) or any(DIFF_COL.search(h) for h in t.header[1:]):
+    if any(TOTAL.search(r[1]) for r in rows) or any(
+            DIFF_COL.search(h) and any(c < len(cs) and cell_number(cs[c]) is not None for _, cs in t.rows)
+            for c, h in enumerate(t.header) if c):
         return False
     if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1:
         return False
@@ -217,7 +221,7 @@ def _with_context_unit(lines: list[str], t: T.Table) -> T.Table:
 def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
     """Rows of sizes, columns of variants (`| Size | Naive | Tiled | cuBLAS |`): each column that is not a
     library's is a step measured over the sizes (the median decides), after the column before it."""
-    if not t.rows or any(_row_name(t.header[0], c[0]) for _, c in t.rows) \
+    if not t.rows or any(_row_name(t.header[0], c[0], c) for _, c in t.rows) \
             or any(BEFORE_COL.search(h) or AFTER_COL.search(h) or DIFF_COL.search(h) for h in t.header[1:]):
         return []  # a before / after table: its pairs are its section's
     named = [c for c in range(1, len(t.header)) if re.search(r"[^\W\d_]{2}", re.sub(r"\([^)]*\)", "", t.header[c]))
@@ -255,7 +259,7 @@ def _pair_rows(t: T.Table, secs: list[T.Section], steps: list[Step]) -> list[Ste
     if before is None or after is None:
         return None
     sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
-    rows = [(line, _row_name(t.header[0], c[0]), c) for line, c in t.rows if max(before, after) < len(c)]
+    rows = [(line, _row_name(t.header[0], c[0], c), c) for line, c in t.rows if max(before, after) < len(c)]
     rows = [r for r in rows if r[1] and not TOTAL.search(r[1]) and cell_number(r[2][before]) is not None
             and cell_number(r[2][after]) is not None]
     inside = any(st.kind == "section" and st.start <= t.line <= st.end for st in steps)
@@ -271,11 +275,16 @@ def _pair_rows(t: T.Table, secs: list[T.Section], steps: list[Step]) -> list[Ste
     return out if unit else None
 
 
-def _row_name(head: str, cell: str) -> str:
+def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
     """What a row is called: its first cell when that names something (`3: Shared memory`, `Kernel 2`, `+ FP8`);
-    a bare number under a parameter's heading is that setting (`Tile size` 128 -> `Tile size 128`); a problem
-    size (`4096`, `M=N=K=1024`, `bs=8`) names no variant."""
+    a step number with the name beside it (`| 3 | Shared memory |` -> `3: Shared memory`); a bare number under
+    a parameter's heading is that setting (`Tile size` 128 -> `Tile size 128`); a problem size (`4096`,
+    `M=N=K=1024`, `bs=8`) names no variant."""
     name = T.clean(cell)
+    if re.fullmatch(r"\d{1,3}", name) and re.fullmatch(r"\W*(#|no\.?|step|id|idx|index|version|ver|v|)\W*", T.clean(head),
+                                                      _I) and len(row) > 2 and re.search(r"[^\W\d_]{2}", row[1]) \
+            and cell_number(row[1]) is None:
+        return f"{name}: {T.clean(row[1])}"
     if re.fullmatch(r"[\W\d_xX×]*", name) and re.search(r"\d", name):
         h = T.clean(head)
         if h and re.search(r"[^\W\d_]{2}", h) and (PARAM_HEAD.search(h) or not SIZE_HEAD.search(h)):
