@@ -282,8 +282,8 @@ def _mark_mixed(steps: list[Step]) -> None:
 
 
 def stated_siblings(lines: list[str], secs: list[T.Section], blocked: set[int]) -> set[int]:
-    """Sibling sections that each report a measurement (a state or a before -> after pair) in the metric and unit
-    most of them use, three or more of them, no results table among them: a tutorial's progression without step numbers. Returns
+    """Sibling sections that each report one measurement (a state or a before -> after pair) in the metric and unit
+    most of them use (beside figures in others), three or more of them, no results table among them: a tutorial's progression without step numbers. Returns
     the siblings from the first reporting one to the last (not the blocked ones: excluded, already steps)."""
     out: set[int] = set()
     for p in range(-1, len(secs)):
@@ -294,11 +294,11 @@ def stated_siblings(lines: list[str], secs: list[T.Section], blocked: set[int]) 
                 continue
             s = secs[k]
             figs = [f for f in text_figures(lines, s.body_start, s.end) if f.kind != "ratio"]
-            stating.append((k, {(f.metric, f.unit) for f in figs if f.metric not in ("other", "speedup")}))
-        # the measure most of them state (`5.1 TFLOPS` beside `30% of peak`): each states it once or more
-        metrics = [m for _, ms in stating for m in ms]
+            stating.append((k, [(f.metric, f.unit) for f in figs if f.metric not in ("other", "speedup")]))
+        # the measure most of them state (`5.1 TFLOPS` beside `30% of peak`): each states it once
+        metrics = [m for _, ms in stating for m in set(ms)]
         top = max(dict.fromkeys(metrics), key=metrics.count) if metrics else None
-        members = [k for k, ms in stating if top in ms]
+        members = [k for k, ms in stating if ms.count(top) == 1]
         span = [k for k in kids if members and members[0] <= k <= members[-1]]
         tabled = any(T.tables(lines, secs[k].body_start, secs[k].last) for k in span)
         if len(members) >= 3 and not tabled:
