@@ -107,7 +107,9 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
                 st.start, st.title = s.start, s.title  # the section's one measured step: the section names it
             steps.append(st)
         if not s.excluded or k in numbered:
-            steps += P.item_steps(lines, s, k, k not in numbered and k not in parts and not s.future)
+            own = k not in numbered and k not in parts and not s.future
+            listed = P.item_steps(lines, s, k, own)
+            steps += listed or (P.line_steps(lines, s, k) if own and not blocks else [])
     holding = {st.section for st in steps}
     hard = {k for k, s in enumerate(secs) if k and (HARD_EXCLUDED.search(s.title) or s.future
                                                   or (s.parent > 0 and secs[s.parent].excluded))}

@@ -213,6 +213,45 @@ def _named_items(lines: list[str], listed: list, k: int) -> list[Step]:
     return out if measured >= 2 else []
 
 
+def line_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
+    """Three or more lines in a row, in text or program output, each naming a variant and giving its measure
+    (`naive: 12.3 ms` / `tiled: 4.1 ms`): a step each, chained (not a run's Time / TFLOPS lines, nor sizes)."""
+    from brain.attempts.segments import KEYLINE, OUTLINE, REFERENCE_KEY, out_figures
+    out: list[Step] = []
+    for a, b in T.blocks_of(lines, s.body_start, s.end):
+        found = []
+        for i in range(a, b + 1):
+            m = OUTLINE.match(lines[i].replace("**", ""))
+            key = T.clean(m.group("key")) if m else ""
+            figs = out_figures(lines[i].replace("**", "")) if m else []
+            if not figs or KEYLINE.match(lines[i]) or REFERENCE_KEY.search(key) or not re.search(r"[^\W\d_]{2}", key) \
+                    or re.search(r"\b[MNK]\s*=|\d{3,}\s*[x×]\s*\d{3,}|\bsize\b", key, _I):
+                if found and len(found[-1]) >= 3:
+                    break
+                found.append([])
+                continue
+            if not found:
+                found.append([])
+            found[-1].append((i, key, figs))
+        run = max(found, key=len, default=[])
+        units = [{u for _, u in figs} for _, _, figs in run]
+        common = set.intersection(*units) if units else set()
+        if len(run) < 3 or not common or len({key for _, key, _ in run}) < len(run):
+            continue
+        unit = sorted(common, key=lambda u: u in ("us", "ms", "ns", "s"))[0]  # a rate before a time
+        for i, key, figs in run:
+            v = next(v for v, u in figs if u == unit)
+            f = Fig("", None, v, unit, *_metric(unit), i, "state")
+            out.append(Step("item", key[:90], i, i, k, {norm(key)}, [f]))
+    return out
+
+
+def _metric(unit: str) -> tuple[str, str]:
+    from brain.attempts.units import better_of, metric_of
+    m = metric_of(unit)
+    return m, better_of(m)
+
+
 def chain(steps: list[Step]) -> list[Step]:
     """Each step's baseline is the state before it (same metric, as many shapes), unless it has one already or
     is a baseline itself; a measurement that repeats an earlier, non-adjacent one is a recap, not a step; a

@@ -12,6 +12,7 @@ LIST_ITEM = re.compile(r"^(\s*)(?:[-*+•]|\d+[.)]|\d+ -)\s+(.*)$")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 BREAK = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")  # a thematic break
 IMAGE = re.compile(r"^\s*(!\[|<img\b|<p\b[^>]*>\s*$|</p>|<div\b|</div>|\[source code\]|:::)", _I)
+DELIMITER = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)+\|?\s*$")  # `--- | :---:`
 NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,214,240 | 0.125 | 7
 NUMBER_G = "(?:" + NUMBER + ")"
 
@@ -164,7 +165,8 @@ def block_kind(lines: list[str], a: int, b: int) -> str:
     first = lines[a]
     if FENCE.match(first) or all(is_code_line(x) or not x.strip() for x in lines[a:b + 1]):
         return "code"
-    if first.lstrip().startswith("|") or first.lstrip().lower().startswith("<table"):
+    if first.lstrip().startswith("|") or first.lstrip().lower().startswith("<table") \
+            or (a < b and "|" in first and DELIMITER.match(lines[a + 1])):
         return "table"
     if BREAK.match(first) and a == b:
         return "break"
@@ -189,10 +191,13 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
     """Pipe tables and HTML tables in start..end."""
     out, i = [], start
     while i <= end:
-        if lines[i].lstrip().startswith("|") and i + 1 <= end and re.match(r"^\s*\|?\s*:?-{2,}", lines[i + 1]):
-            header = cells(lines[i])
+        piped = lines[i].lstrip().startswith("|")
+        if (piped and i + 1 <= end and re.match(r"^\s*\|?\s*:?-{2,}", lines[i + 1])) or (
+                not piped and "|" in lines[i] and i + 1 <= end and DELIMITER.match(lines[i + 1])):
+            header = cells(lines[i])  # `a | b` over `--- | ---`: a table without its outer pipes too
             rows, j = [], i + 2
-            while j <= end and lines[j].lstrip().startswith("|"):
+            while j <= end and (lines[j].lstrip().startswith("|") or (not piped and "|" in lines[j]
+                                                                      and lines[j].strip())):
                 rows.append((j, cells(lines[j])))
                 j += 1
             out.append(Table(i, header, rows, j - 1))
