@@ -254,3 +254,46 @@ def test_a_table_of_specifications_or_estimates_is_no_progression():
             "| L2 | 50 MB |\n\n## Plan\n\n| Optimization | Expected speedup |\n|---|---|\n| Tiling | 1.2x |\n"
             "| Fusion | 1.3x |\n")
     assert recs(text) == []
+
+
+MORE = """# Reduce
+
+## 性能
+
+| | baseline | reduce_v1 | reduce_v2 |
+|---|---|---|---|
+| 耗时(us) | 850 | 600 | 420 |
+| 带宽(GB/s) | 150 | 210 | 300 |
+
+## Timings
+
+```
+naive:          212.4 us
+welford:        150.2 us
+vectorized:      98.1 us
+torch:           95.0 us
+```
+
+## Unpiped
+
+Kernel | Time (ms)
+--- | ---
+naive | 12.0
+tiled | 4.0
+
+## Optimization 3: split the KV loop
+
+| Context | Baseline (us) | Optimization 3 (us) | Speedup |
+|---|---|---|---|
+| 2K | 40.1 | 30.2 | 1.33x |
+| 8K | 120.4 | 88.0 | 1.37x |
+| 32K | 470.0 | 330.5 | 1.42x |
+"""
+
+
+def test_transposed_tables_output_lines_unpiped_tables_and_an_unnamed_after_column():
+    got = table(recs(MORE))
+    assert got["reduce_v1"] == ("improved", (850.0, 600.0, "us")) and got["reduce_v2"][1] == (600.0, 420.0, "us")
+    assert got["welford"] == ("improved", (212.4, 150.2, "us")) and "torch" not in got  # torch is the reference
+    assert got["tiled"] == ("improved", (12.0, 4.0, "ms"))
+    assert got["Optimization 3: split the KV loop"] == ("improved", (120.4, 88.0, "us"))  # the median context

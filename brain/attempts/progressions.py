@@ -239,10 +239,10 @@ def line_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
         if len(run) < 3 or not common or len({key for _, key, _ in run}) < len(run):
             continue
         unit = sorted(common, key=lambda u: u in ("us", "ms", "ns", "s"))[0]  # a rate before a time
-        for i, key, figs in run:
+        for n, (i, key, figs) in enumerate(run):
             v = next(v for v, u in figs if u == unit)
             f = Fig("", None, v, unit, *_metric(unit), i, "state")
-            out.append(Step("item", key[:90], i, i, k, {norm(key)}, [f]))
+            out.append(Step("item", key[:90], i, i, k, {norm(key)}, [f], baseline=not n))  # its own chain
     return out
 
 

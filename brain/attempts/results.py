@@ -27,6 +27,8 @@ NO_TABLE = re.compile(r"\b(specifications?|hardware|theor\w*|profil\w*|breakdown
                       r"how to|methodology)\b", _I)
 ESTIMATE_COL = re.compile(r"typical|expected|estimat|potential|projected|ideal|upper bound|budget|"
                           r"^\W*(theoretical|peak|sol|target)\b", _I)
+ESTIMATE = re.compile(r"\b(expected|estimated?|projected|potential|plan(ned)?|proposals?)\b", _I)
+GAIN = re.compile(r"\b(improvement|gain|speed-?up|current|with(out)?)\b", _I)
 # a first-column heading naming a problem size: its rows are shapes of one measurement, not variants
 SIZE_HEAD = re.compile(r"\b(size|shape|dims?|dimensions?|[mnk]|batch|bs|seq\w*|tokens?|context|length|problem|matrix|"
                        r"input|elements?|n_\w+|num_\w+)\b", _I)
@@ -73,6 +75,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
     out: list[Step] = []
     segments: dict[int, list[tuple[Step, T.Table]]] = {}
     for t in T.tables(lines, 0, len(lines) - 1):
+        t = _transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
             t = _with_context_unit(lines, t)
@@ -122,7 +125,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
 
 
         order = _chain_order(rows)
-        befores = {r[0]: (figs(b) if (b := _before(r, rows, order, bases)) else None) for r in new}
+        befores = {id(r): (figs(b) if (b := _before(r, rows, order, bases)) else None) for r in new}
         seen.update({r[2]: figs(r)[0] for r in rows})
         holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
                        if st.kind == "section" and st.start <= t.line <= st.end), None)
@@ -130,20 +133,21 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             # the step's own results row says more than a figure quoted in its prose
             holder.state = figs(new[0])
             holder.names.add(new[0][2])
-            holder.table_before = befores[new[0][0]] or holder.table_before
+            holder.table_before = befores[id(new[0])] or holder.table_before
             continue
         sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
         while sec > 0 and PART.match(secs[sec].title) and any(st.section == secs[sec].parent for st in steps):
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
-        variants = [r for r in new if r[2] not in by_name and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
+        joins = {k for k, st in by_name.items() if st.kind == "section"}  # rows naming a step told elsewhere
+        variants = [r for r in new if r[2] not in joins and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
-                and (step_name(variants[0][1]) or befores[variants[0][0]]) \
+                and (step_name(variants[0][1]) or befores[id(variants[0])]) \
                 and not any(st.section == sec and st.kind != "segment" for st in steps + out):
             # a section whose own results table adds one row is that row's step (up to the table)
             s, r = secs[sec], variants[0]
             st = Step("segment", s.title, s.start, s.last, sec, {r[2]} | identifiers(lines, s.start, s.last),
                       figs(r), baseline=bool(BASE_ROW.search(s.title)))
-            st.before = befores[r[0]]
+            st.before = befores[id(r)]
             out.append(st)
             segments.setdefault(sec, []).append((st, t))
             by_name[r[2]] = st
@@ -153,12 +157,12 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                              and header_metric(t.header[c], "") == "other" and all(
                 c < len(cs) and re.search(r"[^\W\d_]{2}", cs[c]) for _, cs in t.rows)), None)
             for r in variants:
-                cs = dict(t.rows)[r[0]]
+                cs = r[4]
                 what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) \
                     and T.clean(cs[text_col]) not in r[1] else ""
                 st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line,
-                          baseline=befores[r[0]] is None)  # a first row starts the table's chain
-                st.before = befores[r[0]]
+                          baseline=befores[id(r)] is None)  # a first row starts the table's chain
+                st.before = befores[id(r)]
                 out.append(st)
             continue
         for r in rows:
@@ -187,7 +191,7 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
     while k > 0:
         titles.append(secs[k].title)
         k = secs[k].parent
-    if any(NO_TABLE.search(x) for x in titles) or ESTIMATE_COL.search(t.header[col]):
+    if any(NO_TABLE.search(x) or ESTIMATE.search(x) for x in titles) or ESTIMATE_COL.search(t.header[col]):
         return False
     if any(TOTAL.search(r[1]) for r in rows) or any(
             DIFF_COL.search(h) and any(c < len(cs) and cell_number(cs[c]) is not None for _, cs in t.rows)
@@ -197,6 +201,19 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
         return False
     return not holder or any(BASE_ROW.search(r[1]) for r in rows) \
         or all(step_name(r[1]) for r in rows if not LIBRARY_ROW.search(r[1]))
+
+
+def _transposed(t: T.Table) -> T.Table:
+    """A table with the variants across and the measures down (`| | v0 | v1 | v2 |` over `| Time (us) | ... |`)
+    read the usual way round: a row per variant, a column per measure."""
+    measures = [c[0] for _, c in t.rows if c and header_metric(c[0], header_unit(c[0])) != "other"]
+    names = [h for h in t.header[1:] if re.search(r"[^\W\d_]{2}|^\W*v\d", T.clean(h), _I) and not header_unit(h)
+             and header_metric(h, "") == "other"]
+    if not measures or len(names) < 2 or len(names) < len(t.header) - 2 or any(
+            AFTER_COL.search(h) or DIFF_COL.search(h) or GAIN.search(h) for h in t.header):
+        return t  # `| Metric | Current | With X | Improvement |` compares two versions: its pairs are its section's
+    rows = [(t.line, [t.header[c]] + [r[c] if c < len(r) else "" for _, r in t.rows]) for c in range(1, len(t.header))]
+    return T.Table(t.line, [t.header[0]] + [r[0] if r else "" for _, r in t.rows], rows, t.end)
 
 
 UNIT_WORDS = {"microseconds": "us", "microsecond": "us", "milliseconds": "ms", "millisecond": "ms",
@@ -297,38 +314,44 @@ def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
 
 
 def _number(name: str) -> int | None:
+    """A row's step number: `Kernel 3`, `3: Tiling`, or a version it ends with (`reduce_v3`, `GEMM V03`)."""
     nm = step_name(name)
-    m = re.match(r"^\W*(\d{1,3})\s*[:.)-]\s*\S", name)
+    m = re.match(r"^\W*(\d{1,3})\s*[:.)-]\s*\S", name) or re.search(r"(?:^|[\s_-])v(\d{1,3})\W*$", name, _I)
     return nm[1] if nm else int(m.group(1)) if m else None
+
+
+def _numbered(steps: list) -> bool:
+    nums = [_number(r[1]) for r in steps]
+    return len(steps) >= 2 and None not in nums and len(set(nums)) == len(nums)
 
 
 def _chain_order(rows: list) -> list:
     """The order the rows were made in: by their step numbers when every row that is not a reference carries a
     different one (a table sorted by speed), else as listed."""
     steps = [r for r in rows if not LIBRARY_ROW.search(r[1]) and not BASE_ROW.search(r[1])]
-    nums = [_number(r[1]) for r in steps]
-    if len(steps) >= 2 and None not in nums and len(set(nums)) == len(nums):
-        rank = dict(zip((r[0] for r in steps), nums))
-        return sorted(steps, key=lambda r: rank[r[0]])
+    if _numbered(steps):
+        return sorted(steps, key=lambda r: _number(r[1]))
     return steps
 
 
 def _before(r, rows: list, order: list, bases: list):
     """The row a row is measured against: the Baseline row of its group (`x-direction: Baseline`), else the
-    table's Baseline row (each option against it; `+ X` rows build on each other instead), else the row before it
-    in the order the steps were made (a library row such as cuBLAS is a reference, no step)."""
+    table's Baseline row (each option against it: `Kernel 5 - baseline`, `Kernel 5 - 128x1x8`; but `+ X` rows
+    and versions numbered after an unnumbered baseline build on each other), else the row before it in the
+    order the steps were made (a library row such as cuBLAS is a reference, no step)."""
     same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
     if same:
         return same[0]
     if r in bases:
         return None
     cumulative = bool(re.match(r"^[\s*_`]*(\+|&|w/|with\b|and\b|plus\b)", r[4][0], _I))
-    if bases and not (cumulative and r in order and order.index(r)):
+    versions = _numbered(order) and not any(_number(b[1]) is not None for b in bases)
+    if bases and not (cumulative and r in order and order.index(r)) and not versions:
         return bases[0]
     if r not in order:
         return None
     n = order.index(r)
-    return order[n - 1] if n else None
+    return order[n - 1] if n else (bases[0] if bases else None)
 
 
 def _cut(lines: list[str], s: T.Section, sec: int, found: list[tuple[Step, T.Table]]) -> list[Step]:
