@@ -297,3 +297,34 @@ def test_transposed_tables_output_lines_unpiped_tables_and_an_unnamed_after_colu
     assert got["welford"] == ("improved", (212.4, 150.2, "us")) and "torch" not in got  # torch is the reference
     assert got["tiled"] == ("improved", (12.0, 4.0, "ms"))
     assert got["Optimization 3: split the KV loop"] == ("improved", (120.4, 88.0, "us"))  # the median context
+
+
+JOINED = """# Matmul
+
+## Naive kernel
+
+One thread per output element.
+
+## Global memory coalescing
+
+We remap threads so that a warp reads consecutive addresses.
+
+## Shared memory tiling
+
+Each block stages 32x32 tiles in shared memory.
+
+## Results
+
+| Kernel | GFLOP/s |
+|---|---|
+| Naive | 310 |
+| Coalesced global memory | 1900 |
+| Shared memory tiles | 2900 |
+| cuBLAS | 19800 |
+"""
+
+
+def test_sections_a_results_table_names_are_steps_measured_by_its_rows():
+    got = {r.start_line: (r.verdict, fig(r)) for r in recs(JOINED)}
+    assert got == {3: ("inconclusive", None), 7: ("improved", (310.0, 1900.0, "GFLOP/s")),
+                   11: ("improved", (1900.0, 2900.0, "GFLOP/s"))}

@@ -116,11 +116,13 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     stated = P.stated_siblings(lines, secs, hard | holding | parts | numbered)
     # a tutorial step's own subsections (not Problem / Results parts) are steps too
     stated |= {c for k in stated for c in secs[k].children if not P.PART.match(secs[c].title) and c not in hard}
-    for k in sorted((numbered | stated) - holding - parts):
+    # sections a results table's rows name (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`)
+    tabled = R.named_sections(lines, secs, hard | holding | parts | numbered | stated, doc_metrics(lines))
+    for k in sorted((numbered | stated | set(tabled)) - holding - parts):
         s = secs[k]
         end = _step_end(secs, k, parts)
         figs = text_figures(lines, s.body_start, end) + table_figures(lines, s.body_start, end)[0]
-        names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end)
+        names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end) | tabled.get(k, set())
         nm = P.heading_step(s.title)
         if nm:
             names |= {f"{nm[0]}{nm[1]}{nm[2]}", f"#{nm[1]}"}

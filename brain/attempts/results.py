@@ -29,6 +29,8 @@ ESTIMATE_COL = re.compile(r"typical|expected|estimat|potential|projected|ideal|u
                           r"^\W*(theoretical|peak|sol|target)\b", _I)
 ESTIMATE = re.compile(r"\b(expected|estimated?|projected|potential|plan(ned)?|proposals?)\b", _I)
 GAIN = re.compile(r"\b(improvement|gain|speed-?up|current|with(out)?)\b", _I)
+GENERIC_WORDS = {"the", "and", "with", "for", "using", "kernel", "kernels", "version", "step", "optimization",
+                 "implementation", "gemm", "sgemm", "matmul", "via", "from", "into"}
 # a first-column heading naming a problem size: its rows are shapes of one measurement, not variants
 SIZE_HEAD = re.compile(r"\b(size|shape|dims?|dimensions?|[mnk]|batch|bs|seq\w*|tokens?|context|length|problem|matrix|"
                        r"input|elements?|n_\w+|num_\w+)\b", _I)
@@ -201,6 +203,37 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
         return False
     return not holder or any(BASE_ROW.search(r[1]) for r in rows) \
         or all(step_name(r[1]) for r in rows if not LIBRARY_ROW.search(r[1]))
+
+
+def named_sections(lines: list[str], secs: list[T.Section], blocked: set[int], doc_metrics: dict) -> dict[int, set]:
+    """Sections whose headings the rows of a results table name, two or more (`| Shared memory tiles | 2811 |`
+    for `## Shared memory tiling`): each is a step, the row its measurement. Returns section -> the rows' keys."""
+    heads = {k: _words(s.title) for k, s in enumerate(secs) if k and k not in blocked and not s.excluded}
+    out: dict[int, set] = {}
+    for t in T.tables(lines, 0, len(lines) - 1):
+        t = _transposed(t)
+        col = choose_column(t.header, t.rows, doc_metrics)
+        if col is None:
+            continue
+        rows = [(line, _row_name(t.header[0], c[0], c), "", 0, c) for line, c in t.rows]
+        sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+        if not _progression(t, col, [r for r in rows if r[1]], secs, sec, False):
+            continue  # a breakdown, estimates, a profile: its rows are no steps
+        for _, name, _, _, _ in rows:
+            w = _words(name)
+            if not w or BASE_ROW.search(name) or LIBRARY_ROW.search(name):
+                continue
+            hits = [k for k, h in heads.items() if h and not secs[k].start <= t.line <= secs[k].last
+                    and (w <= h or h <= w or len(w & h) >= 0.6 * len(w | h))]
+            if len(hits) == 1:
+                out.setdefault(hits[0], set()).add(norm(name))
+    return out if len(out) >= 2 else {}
+
+
+def _words(name: str) -> frozenset:
+    """A name's words, stemmed (`tiles`, `tiling` -> `til`), without step words and numbers."""
+    words = re.findall(r"[^\W\d_]{3,}", T.clean(name).lower())
+    return frozenset(re.sub(r"(ing|ed|es|s)$", "", x) for x in words if x not in GENERIC_WORDS)
 
 
 def _transposed(t: T.Table) -> T.Table:
