@@ -328,3 +328,9 @@ def test_sections_a_results_table_names_are_steps_measured_by_its_rows():
     got = {r.start_line: (r.verdict, fig(r)) for r in recs(JOINED)}
     assert got == {3: ("inconclusive", None), 7: ("improved", (310.0, 1900.0, "GFLOP/s")),
                    11: ("improved", (1900.0, 2900.0, "GFLOP/s"))}
+
+
+def test_possible_improvements_are_proposals_and_pitfalls_are_bugs():
+    text = ("# Notes\n\n## Possible improvements\n\n- Use TMA multicast for the A tiles.\n- Try stream-K.\n\n"
+            "## Pitfalls\n\n- Forgot to sync before the epilogue: wrong results on the last tile.\n")
+    assert [(r.start_line, r.verdict) for r in recs(text)] == [(5, "proposed"), (6, "proposed"), (10, "failed")]

@@ -95,7 +95,7 @@ RULES = [
              "a child of an Optimizations / Attempts heading, or a subsection that says what was done beside a "
              "sibling that is a record"),
     ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
-             "targets / opportunities); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
+             "targets / opportunities, possible / further improvements, ideas, roadmap); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
              "issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
              "`Action:` / `Next:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
              "`(TODO)`, `(coming soon)`"),
@@ -103,7 +103,7 @@ RULES = [
              "work:'; named items (`- **Cache hints:** ...`) introduced as the techniques / optimizations / "
              "improvements applied ('we employ the following techniques:'), and the paragraphs beside them that "
              "measure a change"),
-    ("unit", "items under a Bugs / issues found / what went wrong heading: the bug, or (Fixed ..., the fix) its fix; "
+    ("unit", "items under a Bugs / issues found / pitfalls / what went wrong heading: the bug, or (Fixed ..., the fix) its fix; "
              "a 'Bug:' / 'found a bug' paragraph in a progression"),
     ("unit", "two or more paragraphs of one section that each say what was changed and measure it (a pair, a "
              "ratio): a record each; a dead end, tried change or bug that opens a step's text, the only one "

@@ -31,10 +31,13 @@ HARD_EXCLUDED = re.compile(r"\b(references?|appendix|contents|disclaimers?|licen
                            r"^(总结|前言|背景|参考)", _I)
 FUTURE = re.compile(r"untried|not (yet )?(tried|implemented|done)|next steps?|potential solutions|future work|"
                     r"path forward|what would be next|open ideas|to ?do\b|open questions|future directions?|"
-                    r"optimi[sz]ation (targets|opportunities|directions)|opportunities|what'?s next|remaining work", _I)
+                    r"optimi[sz]ation (targets|opportunities|directions)|opportunities|what'?s next|remaining work|"
+                    r"(possible|potential|further|future) (improvements|optimi[sz]ations|work|directions)|"
+                    r"\bideas\b|roadmap|wish ?list|left to do", _I)
 DROPPED = re.compile(r"tried and dropped|left off|dropped|dead[- ]ends?|what did(n't| not) work|"
                      r"did(n't| not) (help|work|pan out)", _I)
-BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit)|what went wrong|gotchas|correctness (issues|bugs)|"
+BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit|encountered)|what went wrong|gotchas|pitfalls|"
+                      r"correctness (issues|bugs)|problems (encountered|we hit)|"
                       r"\bcrash(es)?\b", _I)
 NO_GAIN_HEAD = re.compile(r"no gain|did(n't| not) (help|work|pan out)|dead[- ]ends?|what did(n't| not) work", _I)
 PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b", _I)
