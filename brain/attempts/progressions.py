@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, text_figures
+from brain.attempts.fields import says_outcome
+from brain.attempts.figures import Fig, make, text_figures
+from brain.attempts.segments import KEYLINE, OUTLINE, REFERENCE_KEY, out_figures
 from brain.attempts.units import UNIT
 
 _I = re.I
@@ -194,7 +196,6 @@ def _named_items(lines: list[str], listed: list, k: int) -> list[Step]:
     """`- **Name**: what it did and how it went`, two or more items measuring a change (a pair, a ratio, a figure
     with an outcome): each
     item measuring one or saying how it went is a step of its own, compared within itself (no chain)."""
-    from brain.attempts.fields import says_outcome  # fields reads no progressions: no import circle
     out, measured = [], 0
     for a, b, text in listed:
         m = NAMED_ITEM.match(lines[a])
@@ -216,7 +217,6 @@ def _named_items(lines: list[str], listed: list, k: int) -> list[Step]:
 def line_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
     """Three or more lines in a row, in text or program output, each naming a variant and giving its measure
     (`naive: 12.3 ms` / `tiled: 4.1 ms`): a step each, chained (not a run's Time / TFLOPS lines, nor sizes)."""
-    from brain.attempts.segments import KEYLINE, OUTLINE, REFERENCE_KEY, out_figures
     out: list[Step] = []
     for a, b in T.blocks_of(lines, s.body_start, s.end):
         found = []
@@ -241,15 +241,9 @@ def line_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
         unit = sorted(common, key=lambda u: u in ("us", "ms", "ns", "s"))[0]  # a rate before a time
         for n, (i, key, figs) in enumerate(run):
             v = next(v for v, u in figs if u == unit)
-            f = Fig("", None, v, unit, *_metric(unit), i, "state")
+            f = make("", None, v, unit, i, "state")
             out.append(Step("item", key[:90], i, i, k, {norm(key)}, [f], baseline=not n))  # its own chain
     return out
-
-
-def _metric(unit: str) -> tuple[str, str]:
-    from brain.attempts.units import better_of, metric_of
-    m = metric_of(unit)
-    return m, better_of(m)
 
 
 def chain(steps: list[Step]) -> list[Step]:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
+from brain.attempts.fields import DONE
 from brain.attempts.figures import Fig, make, text_figures
 from brain.attempts.units import UNIT, canonical, metric_of
 
@@ -195,7 +196,6 @@ def spans(lines: list[str], start: int, end: int, progression: bool) -> list[Spa
 
 def _measures_change(lines: list[str], x: int, y: int) -> bool:
     """Does a paragraph say what its author changed and measure the change (a pair, a ratio)?"""
-    from brain.attempts.fields import DONE  # fields reads no segments: no import circle
     text = " ".join(lines[x:y + 1])
     return bool(DONE.search(text) or ATTEMPT_VERB.search(text)) and any(
         f.before is not None for f in text_figures(lines, x, y))
