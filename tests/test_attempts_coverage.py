@@ -334,3 +334,14 @@ def test_possible_improvements_are_proposals_and_pitfalls_are_bugs():
     text = ("# Notes\n\n## Possible improvements\n\n- Use TMA multicast for the A tiles.\n- Try stream-K.\n\n"
             "## Pitfalls\n\n- Forgot to sync before the epilogue: wrong results on the last tile.\n")
     assert [(r.start_line, r.verdict) for r in recs(text)] == [(5, "proposed"), (6, "proposed"), (10, "failed")]
+
+
+def test_an_html_table_with_spanning_headings_reads_as_its_columns():
+    text = ("# Decode\n\n## Optimization 2: wider loads\n\nWe load 16 bytes per thread.\n\n<table>\n"
+            '<tr><th rowspan="2">Context</th><th colspan="2">Baseline</th><th colspan="2">Optimized</th></tr>\n'
+            "<tr><th>us</th><th>GB/s</th><th>us</th><th>GB/s</th></tr>\n"
+            "<tr><td>2K</td><td>40.1</td><td>812</td><td>30.2</td><td>1078</td></tr>\n"
+            "<tr><td>8K</td><td>120.4</td><td>1022</td><td>88.0</td><td>1398</td></tr>\n</table>\n")
+    r = recs(text)[0]
+    assert r.verdict == "improved" and {(f["before"], f["after"], f["unit"]) for f in r.figures} >= {
+        (40.1, 30.2, "us"), (120.4, 88.0, "us")}

@@ -214,9 +214,27 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
     return out
 
 
-def _html_cells(text: str) -> list[str]:
-    return [clean(html.unescape(re.sub(r"<[^>]+>", " ", c)))
-            for c in re.findall(r"<t[dh]\b[^>]*>(.*?)(?=<t[dh]\b|</tr>|$)", text, _I | re.S)]
+def _html_cells(text: str) -> list[tuple[str, str, int, int]]:
+    """(tag, text, colspan, rowspan) of each cell of one `<tr>`."""
+    out = []
+    for tag, attrs, c in re.findall(r"<t([dh])\b([^>]*)>(.*?)(?=<t[dh]\b|</tr>|$)", text, _I | re.S):
+        span = [int(m.group(1)) if (m := re.search(k + r"\s*=\s*[\"']?(\d+)", attrs, _I)) else 1
+                for k in ("colspan", "rowspan")]
+        out.append((tag.lower(), clean(html.unescape(re.sub(r"<[^>]+>", " ", c))), min(span[0], 16), span[1]))
+    return out
+
+
+def _html_header(first: list, second: list | None) -> tuple[list[str], bool]:
+    """A header row with its spans spread out (`Baseline` over two columns), and a second header row of units
+    under it joined in (`Baseline (us)`, `Baseline (GB/s)`). Returns the header and whether it took two rows."""
+    cols, tall = [], []
+    for _, text, colspan, rowspan in first:
+        cols += [text] * colspan
+        tall += [rowspan > 1] * colspan
+    if not second or not all(tag == "h" for tag, *_ in second):
+        return cols, False
+    under = iter(text for _, text, colspan, _ in second for _ in range(colspan))
+    return [c if t else f"{c} ({next(under, '')})".replace(" ()", "") for c, t in zip(cols, tall)], True
 
 
 def _html_table(lines: list[str], i: int, end: int) -> Table | None:
@@ -240,7 +258,9 @@ def _html_table(lines: list[str], i: int, end: int) -> Table | None:
             k += 1
     if len(rows) < 2:
         return None
-    return Table(rows[0][0], rows[0][1], rows[1:], min(j, end))
+    header, two = _html_header(rows[0][1], rows[1][1])
+    body = [(line, [text for _, text, colspan, _ in cs for _ in range(colspan)]) for line, cs in rows[1 + two:]]
+    return Table(rows[0][0], header, body, min(j, end))
 
 
 def items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str]]:
