@@ -345,3 +345,9 @@ def test_an_html_table_with_spanning_headings_reads_as_its_columns():
     r = recs(text)[0]
     assert r.verdict == "improved" and {(f["before"], f["after"], f["unit"]) for f in r.figures} >= {
         (40.1, 30.2, "us"), (120.4, 88.0, "us")}
+
+
+def test_a_summary_table_is_the_progression_of_a_document_without_other_steps():
+    text = ("# Reduce\n\nWe wrote three versions.\n\n## Summary\n\n| Version | Bandwidth (GB/s) |\n|---|---|\n"
+            "| reduce0 | 120 |\n| reduce1 | 210 |\n| reduce2 | 380 |\n")
+    assert table(recs(text))["reduce2"] == ("improved", (210.0, 380.0, "GB/s"))

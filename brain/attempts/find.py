@@ -141,6 +141,8 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     usable = {k for k, s in enumerate(secs) if k not in hard and not s.parent_attempts
               and _score(RESULTS_HEAD.sub(" ", s.title), T.prose("\n".join(lines[s.body_start:s.end + 1])),
                          lines, s) < 3}
+    if not steps:  # a document whose only progression is its summary table
+        usable |= {k for k in hard if re.search(r"\b(summary|conclusions?)\b|^总结", secs[k].title, _I)}
     # a section that says what its author did and measures it is one attempt: its table's rows are its figures
     whole = {k for k in usable if not RESULTS_HEAD.search(secs[k].title)
              and _states(T.prose("\n".join(lines[secs[k].body_start:secs[k].end + 1])), lines, secs[k])}
