@@ -17,7 +17,6 @@ from brain.attempts import fields as F
 from brain.attempts import written
 from brain.attempts import find
 from brain.attempts import text as T
-from brain.attempts.fields import NOT_TECHNIQUES, STAGES  # noqa: F401  (relations.py reads them here)
 from brain.attempts.figures import TOTAL, Fig, _squash, dedupe, deciding, figure_verdict, text_figures
 from brain.attempts.tables import table_figures
 from brain.attempts.units import better_of, canonical, metric_of
@@ -38,27 +37,47 @@ RULES = [
     ("unit", "sections: ATX and setext headings, an HTML `<h1>`-`<h6>` line, a line that is all bold on its own "
              "over text or a list (one level under the heading it sits in; over a table or code it is a caption)"),
     ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
-             "Round 2, v4, Step 1, 优化技巧1; or one identifier: reduce3, kernel_3) shared by a sibling with another "
-             "number, where one of them measures something; its Problem / Solution / Results subsections (and "
-             "titles repeated under sibling steps, and bold subheadings) are parts of it: their measurements "
-             "are the step's"),
+             "Round 2, v4, Step 1, 优化技巧1; one identifier: reduce3, kernel_3; a number it opens with: `1. Naive`, "
+             "`2) Tiling`; a version tag it ends with: `Block tiling (V03)`) shared by a sibling with another "
+             "number, where one of them measures something (a heading that only opens with a number: where it "
+             "measures or says an outcome, never `1. Introduction`); its Problem / Solution / Results subsections "
+             "(and titles repeated under sibling steps, and bold subheadings) right under its text are parts of "
+             "it: their measurements are the step's"),
     ("unit", "list items naming numbered steps, two or more of one kind (`- Level 03 (11 TFLOPs): shared memory`); "
              "else three or more items of one list that each state one measurement in one metric (`2. Fused "
-             "kernel: 14.8 us`)"),
+             "kernel: 14.8 us`); else, outside a step and future work, named items (`- **CUDA graphs**: ...`) two or "
+             "more of which measure a change (a pair, a ratio, a figure with an outcome), each item that measures "
+             "one or says how it went, compared within itself (not names of effects: `Higher occupancy`, nor "
+             "estimates); three or more lines in a row, in text or program output, naming variants with their "
+             "measure (`naive: 12.3 ms`), chained"),
     ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
              "512 tokens/s`) or a code block of program output with one run's `name: value unit` line (a line "
-             "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines are references): from "
+             "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines, and the lines under a heading "
+             "line naming cuBLAS, are references; its one run under a heading line otherwise): from "
              "where the previous step ended (after one paragraph of comment on it) to the measurement, plus one "
              "paragraph of comment (not one that introduces the next measurement); headings, `---` and units of "
              "their own bound it; a section's one measured step starts at its heading and takes its title; "
              "`Before: 1.2 ms` / `After: 0.9 ms` lines are one pair"),
-    ("unit", "three or more sibling sections that each report one measurement in one metric, no results table among "
-             "them (a tutorial without step numbers), and their own subsections"),
-    ("unit", "results-table rows new to the document: in a step's own table, that step's measurement; two or more "
-             "beside a Baseline row, or all naming numbered steps (Kernel 2 - m=4), a step "
-             "each (library rows such as cuBLAS are none); one in a section of its own, the step its text up to "
-             "the table describes (a section with several such tables is cut at them, and its text after the "
-             "last one, when it measures a change of its own, is the next step)"),
+    ("unit", "three or more sibling sections that each report one measurement in the metric most of them use (beside "
+             "figures in others: `12 TFLOPS (30% of peak)`), no results table among them (a tutorial without step "
+             "numbers), and their own subsections; two or more sections whose headings a results table's rows name "
+             "by their words (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`), measured by those rows"),
+    ("unit", "results tables are progressions: rows naming variants (a name, `3: Tiling`, a step-number column with "
+             "the name beside it, a setting under a parameter heading: `Tile size 128`; not problem sizes: `4096`, "
+             "`M=1024`, `gemm N7168 K16384`) that are new to the document (not a recap with the same figures; the "
+             "same names measured anew, an fp16 table after the fp32 one, are), in any section but those on "
+             "hardware, theory, profiles, targets, setup and estimates (a summary or conclusion only in a document "
+             "with no other steps): in a step's own table, that step's "
+             "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps); "
+             "inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row "
+             "or rows naming steps; one in a section of its own, the step its text up to the table describes (a "
+             "section with several such tables is cut at them, and its text after the last one, when it measures "
+             "a change of its own, is the next step); not a breakdown (a Total row, a numeric Diff column), a "
+             "column of estimates or of mixed units. A table with a before and an after column whose rows name "
+             "different ops: a step per row, its own pair. Rows of sizes under columns of variants (`| Size | "
+             "Naive | Tiled |`): a step per column over the sizes. Variants across and measures down: read the "
+             "usual way round. A table whose headings name no unit takes the one its introduction names "
+             "('runtime in microseconds:')"),
     ("unit", "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
              "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
              "record ends before the first record inside it, and a section left with nothing but its heading is "
@@ -73,16 +92,19 @@ RULES = [
              "a child of an Optimizations / Attempts heading, or a subsection that says what was done beside a "
              "sibling that is a record"),
     ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
-             "targets / opportunities); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
+             "targets / opportunities, possible / further improvements, ideas, roadmap); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
              "issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
-             "`Action:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
+             "`Action:` / `Next:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
              "`(TODO)`, `(coming soon)`"),
     ("unit", "items under a Tried and dropped / dead ends heading, or introduced by 'things I tried that did not "
              "work:'; named items (`- **Cache hints:** ...`) introduced as the techniques / optimizations / "
              "improvements applied ('we employ the following techniques:'), and the paragraphs beside them that "
              "measure a change"),
-    ("unit", "items under a Bugs / issues found / what went wrong heading: the bug, or (Fixed ..., the fix) its fix; "
+    ("unit", "items under a Bugs / issues found / pitfalls / what went wrong heading: the bug, or (Fixed ..., the fix) its fix; "
              "a 'Bug:' / 'found a bug' paragraph in a progression"),
+    ("unit", "two or more paragraphs of one section that each say what was changed and measure it (a pair, a "
+             "ratio): a record each; a dead end, tried change or bug that opens a step's text, the only one "
+             "there, is the step's (it lends the step its outcome)"),
     ("unit", "a paragraph opening with 'Tried' / 'I tried' (with the paragraphs after it that only say how it went); "
              "in a progression or a future-work section, a dead-end paragraph (an attempt verb and 'did not "
              "help', 'performs worse', 'negate the benefits') and a paragraph proposing further work ('in the "
@@ -92,24 +114,30 @@ RULES = [
     ("unit", "never by score: sections on references, appendix, setup, background, summary, rules, how-to, "
              "profiles, evidence and the like, nor anything under them; the document's title colours nothing "
              "under it"),
-    ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a / b vs c / d`, `A ... improvement over "
+    ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a (from b)`, `a, down from b`, `a / b vs c "
+                "/ d`, `A ... improvement over "
                 "the B` (B a previous version, not a library); a unitless pair borrows a time unit written near it "
                 "unless a noun follows it (`909 SASS instructions`); a pair whose sentence names cuBLAS, torch or "
                 "the reference kernel before it is that library's figure"),
     ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`, `the FOM improved by "
-                "68%`, `reduces the sampling time by 50%`, `slower (~2%)`: before 1, "
+                "68%`, `reduces the sampling time by 50%`, `throughput went up by 18%`, `slower (~2%)`: before 1, "
                 "after the ratio, unit x; a time that moved by a ratio is lower-is-better; N% slower is 1 - N/100) "
                 "only where no absolute figure compares, and not when the sentence compares with a library"),
     ("figures", "a number with a performance unit outside any pair is a state (what this version measures) unless "
                 "its clause names a reference: cuBLAS, torch, peak, theoretical, SOL, 'up to', an estimate, a "
-                "budget"),
-    ("figures", "tables: a before and an after column (per row, per `·` value); two configuration columns and a Diff "
+                "budget (not its own `(3% of peak)`)"),
+    ("figures", "tables: a before and an after column (per row, per `·` value; beside a Baseline column, the last "
+                "column in its unit naming no library is the after one); two configuration columns and a Diff "
                 "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
                 "Baseline table joined by key"),
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
                 "with the baseline its table names (the Baseline row of its group, `x-direction: Baseline` for "
-                "`x-direction: VEC_LEN=2`; else the table's Baseline row; else the row above it that an earlier "
-                "table measured); a step introduced as the baseline / reference starts a chain; a measurement "
+                "`x-direction: VEC_LEN=2`; else the table's Baseline row (baseline / reference / shipped / default "
+                "/ stock), each option against it, but `+ X` rows and versions numbered after an unnumbered "
+                "baseline build on each other; else the row before it in the order the steps were made: by their "
+                "step numbers when each row has its own, so a table sorted by speed still chains by step, else as "
+                "listed); a step introduced as the baseline / reference, the first row of a table and the first "
+                "output line of a run start a chain; a measurement "
                 "equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating the previous "
                 "step's figure is not this step's"),
     ("figures", "a results table's deciding column: an absolute measure before a ratio, then the metric the "
@@ -131,7 +159,8 @@ RULES = [
                 "a bug"),
     ("verdict", "the deciding figure by its direction: a change under 2% (3% with a no-gain phrase) is neutral, "
                 "unless every shape that moved beyond 2% moved one way; else improved / regressed"),
-    ("verdict", "a step measured with nothing before it: inconclusive"),
+    ("verdict", "a step measured with nothing before it: the outcome its heading says ('slower everywhere'), else "
+                "inconclusive"),
     ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "
                 "a progression's step, nor text that says what its author did); in a dead-end list or a tried "
                 "paragraph a no-gain phrase -> neutral, failure words -> failed; a no-gain phrase -> neutral; crash "
@@ -334,7 +363,9 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
         elif dec is not None:
             verdict = figure_verdict(dec, group, bool(F.NEUTRAL.search(prose)))
         elif u.step is not None and u.step.state and not u.step.before:
-            verdict = "inconclusive"  # measured, with nothing before it to compare against
+            # measured, with nothing before it to compare against: what its heading says of it, else inconclusive
+            verdict = F.word_verdict(u.title, False, "tried") if u.step.kind == "section" else "inconclusive"
+            verdict = verdict if verdict in ("improved", "regressed", "neutral", "failed") else "inconclusive"
         if verdict is None:
             verdict = F.word_verdict(prose, False, u.hint)
             if verdict == "proposed" and u.kind == "step":

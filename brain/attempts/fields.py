@@ -14,7 +14,8 @@ NOT_TECHNIQUES = {"sm90", "sm100", "nvfp4", "gemv", "dual-gemm", "group-gemm"}  
 FIELD_LABEL = re.compile(r"^\W*\**\s*(hypothesis|expected[\w ]{0,20}|estimate[\w ]{0,10}|changes?( made)?|"
                          r"attempted( strategy)?|lessons?( learned)?|learning|the lesson|takeaway|fix|"
                          r"verdict|problem|techniques|result|supersedes)\s*\**\s*:\s*\**\s*(?P<value>.*)$", _I)
-NEUTRAL = re.compile(r"no gain|no effect|within noise|no better|not worth|identical (times|performance)|"
+NEUTRAL = re.compile(r"no gain|no effect|no (?:measurable |noticeable |significant |visible )(?:speed |performance )?"
+                     r"(?:change|difference|gain|improvement|effect)|within noise|no better|not worth|identical (times|performance)|"
                      r"\bunchanged\b|no improvement|no difference|no change|no diff\b|±\s?\d|within \d+(\.\d+)?\s?%|"
                      r"did(?: not|n't) (?:help|improve|yield (?:a |any )?(?:performance |significant )?"
                      r"(?:improvement|gain|speed-?up))|no (?:performance )?(?:speed-?up|benefit)|\bpointless\b|"
@@ -32,8 +33,13 @@ QUALITY_SAME = re.compile(r"\b(accuracy|correctness|outputs?|results?|numerics|q
 SPECULATIVE = re.compile(r"\b(might|would|could|likely|expected|estimated?|probability|proposal|propose[sd]?|"
                          r"pitch|not (yet )?(tried|implemented))\b", _I)
 # what was done, said by its author: not a proposal however many "would"s explain it
-DONE = re.compile(r"\b(?:we|i)\s+(?:\w+ly\s+)?(?:use[ds]?|implement(?:ed)?|introduced?|appl(?:y|ied)|add(?:ed)?|built|"
-                  r"wrote|replaced?|switched|employ(?:ed)?|leverage[ds]?|launch(?:ed)?|perform(?:ed)?|take|took)\b", _I)
+DONE = re.compile(r"\b(?:we|i)\s+(?:\w+ly\s+)?(?:then\s+|also\s+|now\s+|first\s+)?(?:use[ds]?|implement(?:ed)?|"
+                  r"introduced?|appl(?:y|ied)|add(?:ed)?|built|wrote|rewr[io]te|replaced?|switched|employ(?:ed)?|"
+                  r"leverage[ds]?|launch(?:ed)?|perform(?:ed)?|take|took|made|(?:fus|mov|chang|tun|swapp|remov|merg|"
+                  r"cach|unroll|vectori[sz]|padd|reorder|captur|enabl|disabl|precomput|inlin|convert|port|restructur|"
+                  r"optimi[sz]|paralleli[sz]|increas|reduc|decreas|til|pipelin|overlapp|eliminat|avoid|modifi|refactor|"
+                  r"rearrang|transpos|pack|prefetch|assign|allocat|doubl|halv|widen|swizzl|coalesc|split|set|"
+                  r"mapp|fold|hoist|specializ|specialis)(?:e|ed|es|ing)?)\b", _I)
 # a purpose or a possibility is no outcome: "to improve performance", "which may hurt occupancy", "improving X"
 INTENT = re.compile(r"\b(?:to|can|could|may|might|should|would|will|aim(?:s|ed)? (?:at|to)|in order to|designed to|"
                     r"helps?(?: to)?)\s+(?:\w+ly\s+)?(?:further\s+)?(?:improve|speed(?: \w+)? up|boost|hurt|"

@@ -24,6 +24,9 @@ _U = r"\s*(" + UNIT + r")?(?:\s*/\s*(?:call|iter(?:ation)?|token|step|layer|laun
 _END = r"(?!\d|\.\d)"
 ARROW = re.compile(r"(?<![\d.,])" + N + _U + r"\s*(?:→|->|=>|⟶|➜|⇒)\s*" + N + _U + _END)
 FROM_TO = re.compile(r"\bfrom\s+" + N + _U + r"\s+(?:down |up )?to\s+" + N + _U + r"(?!\d|\.\d|-)", _I)
+# "98 us (from 150 us)", "98 us, down from 150 us", "98 us (was 150 us)": after, then before
+FROM_AFTER = re.compile(r"(?<![\d.,])" + N + _U + r"\s*[(,]\s*(?:down |up )?(?:from|was|previously|before:?)\s+" + N + _U + _END,
+                        _I)
 VS = re.compile(r"(?<![\d.\-–,])" + N + _U + r"\s+(?:vs\.?|versus)\s+" + N + _U + _END, _I)
 _TU = r"\s*(µs|μs|us|ms|ns)?"
 LIST_VS = re.compile(r"((?:\d+(?:\.\d+)?\s*[/·]\s*)+\d+(?:\.\d+)?)" + _TU + r"[^.\n;]{0,50}?\bvs\.?\s+"
@@ -39,7 +42,7 @@ RATIO_X = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*[x×]\s*(?:(faster|speed
                      r"|speed-?up of (\d+(?:\.\d+)?)\s*[x×]", _I)
 _ABOUT = r"(?:(?:up to|about|around|roughly|approximately|over|more than|nearly|almost|a factor of|~)\s*)*"
 # "reduces the overall sampling time by more than 50%", "the FOM improved by 68%", "speeds it up by 1.5x"
-RATIO_BY = re.compile(r"\b(?P<verb>improv\w*|speed\w* (?:\w+ )?up|sped (?:\w+ )?up|boost\w*|accelerat\w*|increas\w*|"
+RATIO_BY = re.compile(r"\b(?P<verb>improv\w*|went (?:up|down)|rose|grew|climbed|fell|speed\w* (?:\w+ )?up|sped (?:\w+ )?up|boost\w*|accelerat\w*|increas\w*|"
                       r"rais\w*|reduc\w*|cut\w*|lower\w*|decreas\w*|drop\w*|sav\w*|shr[ai]nk\w*)\b"
                       r"(?P<obj>[^.;:!?\d]{0,60}?)\bby\s+" + _ABOUT + r"(?P<n>\d+(?:\.\d+)?)\s*(?P<u>%|[x×])(?!\w)", _I)
 # "slightly slower (~2%)"
@@ -53,7 +56,7 @@ STATE = re.compile(r"(?<![A-Za-z0-9_.,/])" + N + r"\s*(" + UNIT + r")(?![\w/])")
 REF_BEFORE = re.compile(r"(cublas|cudnn|torch|pytorch|reference|\bpeak\b|theoretical|\bsol\b|speed[- ]of[- ]light|"
                         r"roofline|\bup to\b|\bat most\b|expected|estimat|budget|\bcould\b|\bwould\b|\bmight\b|"
                         r"\blimit\b|\bbound\b|winner|top solution|\bideal|vendor|previous post)[^.;:,]{0,40}$", _I)
-REF_AFTER = re.compile(r"^[^.;]{0,12}?\b(peak|theoretical|sol|limit|max(imum)?|ceiling|roofline|bound|budget)\b", _I)
+REF_AFTER = re.compile(r"^[^.;(]{0,12}?\b(peak|theoretical|sol|limit|max(imum)?|ceiling|roofline|bound|budget)\b", _I)
 REF_SENTENCE = re.compile(r"(?:compared (?:to|with)|than|relative to|vs\.?|versus|against)\s+[^.]{0,40}?"
                           r"(cublas|cudnn|torch|pytorch|reference|vendor|sota|the (?:best|top|winning))", _I)
 LIBRARY = re.compile(r"\b(cublas(lt)?|cudnn|torch|pytorch|rocblas|hipblas(lt)?|reference (kernel|implementation))\b"
@@ -198,7 +201,7 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
                 unit = canonical(m.group(2) or "") or near_unit(m)
                 for x, y in zip(xs, ys):
                     add(m, m.start(), y, x, unit)
-    for rx, swap in ((ARROW, False), (FROM_TO, False), (VS, True)):
+    for rx, swap in ((ARROW, False), (FROM_TO, False), (VS, True), (FROM_AFTER, True)):
         for m in rx.finditer(text):
             if not free(m.start(), m.end()):
                 continue
@@ -230,7 +233,7 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
         for m in rx.finditer(text):
             if not free(m.start(), m.end()) or REF_SENTENCE.search(_sentence(text, m.start())):
                 continue
-            way = _direction(m.group("verb"), m.groupdict().get("obj") or "")
+            way = _direction(m.group("verb"), (m.groupdict().get("obj") or "") + " | " + text[max(0, m.start() - 40):m.start()])
             if way is None:
                 continue
             n, pct = float(m.group("n")), m.group("u") == "%"
@@ -271,10 +274,13 @@ def _direction(verb: str, obj: str) -> tuple[str, int] | None:
         return "rate", 1
     if re.match(r"slower|slowdown", v):
         return "rate", -1
-    kind = "time" if TIME_WORD.search(obj) else "rate" if RATE_WORD.search(obj) else None
+    obj, subject = (obj.split(" | ", 1) + [""])[:2]  # what the verb acts on, else the sentence's subject before it
+    subject = re.split(r"[.;:!?]\s", subject)[-1]
+    kind = "time" if TIME_WORD.search(obj) else "rate" if RATE_WORD.search(obj) else \
+        "time" if TIME_WORD.search(subject) else "rate" if RATE_WORD.search(subject) else None
     if kind is None:
         return None
-    up = bool(re.match(r"increas|rais|gain", v))
+    up = bool(re.match(r"increas|rais|gain|went up|rose|grew|climb", v))
     return kind, 1 if up else -1
 
 

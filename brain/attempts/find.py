@@ -31,10 +31,13 @@ HARD_EXCLUDED = re.compile(r"\b(references?|appendix|contents|disclaimers?|licen
                            r"^(总结|前言|背景|参考)", _I)
 FUTURE = re.compile(r"untried|not (yet )?(tried|implemented|done)|next steps?|potential solutions|future work|"
                     r"path forward|what would be next|open ideas|to ?do\b|open questions|future directions?|"
-                    r"optimi[sz]ation (targets|opportunities|directions)|opportunities|what'?s next|remaining work", _I)
+                    r"optimi[sz]ation (targets|opportunities|directions)|opportunities|what'?s next|remaining work|"
+                    r"(possible|potential|further|future) (improvements|optimi[sz]ations|work|directions)|"
+                    r"\bideas\b|roadmap|wish ?list|left to do", _I)
 DROPPED = re.compile(r"tried and dropped|left off|dropped|dead[- ]ends?|what did(n't| not) work|"
                      r"did(n't| not) (help|work|pan out)", _I)
-BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit)|what went wrong|gotchas|correctness (issues|bugs)|"
+BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit|encountered)|what went wrong|gotchas|pitfalls|"
+                      r"correctness (issues|bugs)|problems (encountered|we hit)|"
                       r"\bcrash(es)?\b", _I)
 NO_GAIN_HEAD = re.compile(r"no gain|did(n't| not) (help|work|pan out)|dead[- ]ends?|what did(n't| not) work", _I)
 PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b", _I)
@@ -43,7 +46,7 @@ ATTEMPT_HEAD = re.compile(r"attempt|\bround \d|\boption [a-z]\b|\btry\b|\btried\
 RESULTS_HEAD = re.compile(r"\b(results?|progress|benchmarks?|performance|measurements?)\b", _I)
 VERDICT_LINE = re.compile(r"^\*\*Verdict:\*\*\s*(improved|regressed|neutral|failed|proposed|inconclusive)\s*$")
 STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
-TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|next steps?|recommendation|suggestion|"
+TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|next(?: steps?)?|recommendation|suggestion|"
                   r"follow-?up)[*_]{0,2}\s*:)[*_]{0,2}\s*(.+)$")
 # a list item marked as not done yet: `- [Utilizing Tensor Cores](#) [TBA]`, `- FP8 path (coming soon)`
 MARKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+?)\s*[\[(]\s*(?:TBA|TBD|TODO|WIP|coming soon|planned)\s*[\])]\s*$", _I)
@@ -110,19 +113,23 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
                 st.start, st.title = s.start, s.title  # the section's one measured step: the section names it
             steps.append(st)
         if not s.excluded or k in numbered:
-            steps += P.item_steps(lines, s, k)
+            own = k not in numbered and k not in parts and not s.future
+            listed = P.item_steps(lines, s, k, own)
+            steps += listed or (P.line_steps(lines, s, k) if own and not blocks else [])
     holding = {st.section for st in steps}
     hard = {k for k, s in enumerate(secs) if k and (HARD_EXCLUDED.search(s.title) or s.future
                                                   or (s.parent > 0 and secs[s.parent].excluded))}
     stated = P.stated_siblings(lines, secs, hard | holding | parts | numbered)
     # a tutorial step's own subsections (not Problem / Results parts) are steps too
     stated |= {c for k in stated for c in secs[k].children if not P.PART.match(secs[c].title) and c not in hard}
-    for k in sorted((numbered | stated) - holding - parts - written):
+    # sections a results table's rows name (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`)
+    tabled = R.named_sections(lines, secs, hard | holding | parts | numbered | stated, doc_metrics(lines))
+    for k in sorted((numbered | stated | set(tabled)) - holding - parts - written):
         s = secs[k]
         end = _step_end(secs, k, parts)
         figs = text_figures(lines, s.body_start, end) + table_figures(lines, s.body_start, end)[0]
-        names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end)
-        nm = P.step_name(s.title)
+        names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end) | tabled.get(k, set())
+        nm = P.heading_step(s.title)
         if nm:
             names |= {f"{nm[0]}{nm[1]}{nm[2]}", f"#{nm[1]}"}
         state = [f for f in figs if f.before is None and f.kind == "state"][:1]
@@ -137,11 +144,19 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     usable = {k for k, s in enumerate(secs) if k not in hard and not s.parent_attempts
               and _score(RESULTS_HEAD.sub(" ", s.title), T.prose("\n".join(lines[s.body_start:s.end + 1])),
                          lines, s) < 3}
-    steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable)
+    if not steps:  # a document whose only progression is its summary table
+        usable |= {k for k in hard if re.search(r"\b(summary|conclusions?)\b|^总结", secs[k].title, _I)}
+    # a section that says what its author did and measures it is one attempt: its table's rows are its figures
+    whole = {k for k in usable if not RESULTS_HEAD.search(secs[k].title)
+             and _states(T.prose("\n".join(lines[secs[k].body_start:secs[k].end + 1])), lines, secs[k])}
+    steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable, whole)
     steps = P.chain([st for st in steps if st.section not in written])
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}
-    steps = [st for st in steps if st.kind != "section" or st.group is None or st.group in measured]
+    # a heading that only opens with a number ("3. Profiling") is a step where it measures or reports an outcome
+    steps = [st for st in steps if st.kind != "section" or st.group is None or (st.group in measured and (
+        st.group[1] != "#" or st.state or st.pairs or st.ratios
+        or says_outcome(T.prose("\n".join(lines[st.start:st.end + 1])))))]
     dropped = numbered - {st.section for st in steps}
     parts -= {c for k in dropped for c in secs[k].children}
     # a section split into steps (rows, items, measurements in its text) is no record itself
@@ -172,6 +187,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
             continue
         out += _legacy(lines, s, k, spans_of.get(k, []), covered=k in holding or k in step_secs or k in parts)
     out += _siblings(lines, secs, out, holding | step_secs | parts | hard)
+    out = _opening(lines, out)
     _extend_sections(out, secs)
     _no_nesting(out)
     # a section whose text is all its records' (cut down to its heading) is no record of its own
@@ -195,6 +211,24 @@ def _siblings(lines: list[str], secs: list[T.Section], units: list[Unit], blocke
         if DONE.search(own):
             out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k))
     return out
+
+
+def _opening(lines: list[str], units: list[Unit]) -> list[Unit]:
+    """A dead end, a tried change or a bug that opens a step's or a section's text, the only one there, is that
+    step's story, not a record inside it: it goes, and lends the step its outcome."""
+    heads = {u.start: u for u in units if u.kind in ("step", "section") and (u.step is None or u.step.kind == "section")}
+    drop = set()
+    for u in units:
+        if u.kind not in ("dead-end", "tried", "bug") or sum(v.sec == u.sec and v.kind == u.kind for v in units) > 1:
+            continue  # several in one section: each an attempt of its own
+        k = u.start - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        outer = heads.get(k)
+        if outer is not None and outer.sec == u.sec and not outer.hint:
+            outer.hint = u.hint or ("neutral" if u.kind == "dead-end" else "failed" if u.kind == "bug" else "tried")
+            drop.add(id(u))
+    return [u for u in units if id(u) not in drop]
 
 
 def _no_nesting(units: list[Unit]) -> None:

@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, text_figures
+from brain.attempts.fields import says_outcome
+from brain.attempts.figures import Fig, make, text_figures
+from brain.attempts.segments import KEYLINE, OUTLINE, REFERENCE_KEY, out_figures
 from brain.attempts.units import UNIT
 
 _I = re.I
@@ -62,6 +64,19 @@ def step_name(title: str) -> tuple[str, int, str] | None:
     return prefix, int(m.group("n")), (m.group("sub") or "").lower()
 
 
+def heading_step(title: str) -> tuple[str, int, str] | None:
+    """A heading's step name: `Kernel 3`, `reduce3` (step_name), else a number it opens with (`1. Naive`,
+    `2) Tiling`, `#3 Swizzle`: prefix `#`) or a version tag it ends with (`Block tiling (V03)`, `... - v2`)."""
+    nm = step_name(title)
+    if nm:
+        return nm
+    m = re.match(r"^\W*#?(\d{1,2})(?:[.):]|\s+-)\s+[^\W\d]", T.clean(title))
+    if m:
+        return "#", int(m.group(1)), ""
+    m = re.search(r"(?:\(|\s[-–—:]\s*)v(?:er(?:sion)?)?\s?(\d{1,3})\)?\s*$", T.clean(title), _I)
+    return ("v", int(m.group(1)), "") if m else None
+
+
 def norm(name: str) -> str:
     return re.sub(r"[^0-9a-z\u4e00-\u9fff]+", "", T.clean(name).lower())
 
@@ -85,8 +100,8 @@ def numbered(secs: list[T.Section]) -> set[int]:
     for k, s in enumerate(secs):
         if not k or s.future or s.under_excluded:
             continue
-        nm = step_name(s.title)
-        if nm:
+        nm = heading_step(s.title)
+        if nm and not (nm[0] == "#" and s.excluded):  # "1. Introduction" is no step
             groups.setdefault((s.parent, nm[0]), set()).add((k, nm[1:]))
     out = set()
     for members in groups.values():
@@ -105,7 +120,11 @@ def parts(secs: list[T.Section], steps: set[int]) -> set[int]:
             seen[t] = seen.get(t, 0) + 1
     out = set()
     for k in steps:
-        stack = list(secs[k].children)
+        stack = []
+        for c in secs[k].children:  # the parts right under the step's text; after another subsection, none
+            if not (seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or secs[c].bold):
+                break
+            stack.append(c)
         while stack:
             c = stack.pop()
             if seen.get(norm(secs[c].title), 0) >= 2 or PART.match(secs[c].title) or secs[c].bold or c in out:
@@ -118,12 +137,14 @@ def identifiers(lines: list[str], a: int, b: int) -> set[str]:
     return {norm(next(g for g in m.groups() if g)) for m in DEFINES.finditer("\n".join(lines[a:b + 1]))}
 
 
-def item_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
+def item_steps(lines: list[str], s: T.Section, k: int, named: bool) -> list[Step]:
     """List items naming numbered steps (`- Level 03 (11 TFLOPs): shared memory`), two or more of one kind; else
-    three or more items that each state one measurement in one metric (`2. Fused kernel: 14.8 us`)."""
+    three or more items that each state one measurement in one metric (`2. Fused kernel: 14.8 us`); else (where
+    `named`: not inside a step) named items, two or more of them measuring a change or saying how it went
+    (`- **CUDA graphs**: 1.2x faster`)."""
     found = []
     listed = T.items(lines, s.body_start, s.end)
-    measured = _measured_items(lines, listed, k)
+    measured = _measured_items(lines, listed, k) or (_named_items(lines, listed, k) if named else [])
     if measured:
         return measured
     for a, b, text in listed:
@@ -163,6 +184,68 @@ def _measured_items(lines: list[str], listed: list, k: int) -> list[Step]:
     return out
 
 
+NAMED_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+(?:\*\*|__)(?P<name>[^*_]{2,80}?)(?:\*\*|__)")
+# a name that says what moved (`Higher compute utilization`, `Reduced stalls`) reports an effect, not a change
+EFFECT_NAME = re.compile(r"\b(improved|reduced|higher|lower|better|worse|fewer|more|less|increased|decreased|drop|gains?|"
+                         r"loss(es)?|utili[sz]ation|occupancy|efficiency|stalls?|hit rate|bottlenecks?|characteristics|"
+                         r"observations?|analysis)\b", _I)
+ESTIMATE = re.compile(r"\b(est\.|estimated?|expected|potential|projected|could|would|might)\b", _I)
+
+
+def _named_items(lines: list[str], listed: list, k: int) -> list[Step]:
+    """`- **Name**: what it did and how it went`, two or more items measuring a change (a pair, a ratio, a figure
+    with an outcome): each
+    item measuring one or saying how it went is a step of its own, compared within itself (no chain)."""
+    out, measured = [], 0
+    for a, b, text in listed:
+        m = NAMED_ITEM.match(lines[a])
+        if not m or EFFECT_NAME.search(m.group("name")) or ESTIMATE.search(text):
+            continue
+        figs = text_figures(lines, a, b)
+        pairs = [f for f in figs if f.before is not None and f.kind != "ratio"]
+        ratios = [f for f in figs if f.kind == "ratio"][:1]
+        outcome = says_outcome(text)
+        measured += bool(pairs or ratios or (figs and outcome))  # `saves 35 us per layer`
+        if pairs or ratios or outcome:
+            st = Step("named", T.clean(m.group("name")).rstrip(":.")[:90], a, b, k, {norm(m.group("name"))}, [],
+                      pairs)
+            st.ratios = ratios
+            out.append(st)
+    return out if measured >= 2 else []
+
+
+def line_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
+    """Three or more lines in a row, in text or program output, each naming a variant and giving its measure
+    (`naive: 12.3 ms` / `tiled: 4.1 ms`): a step each, chained (not a run's Time / TFLOPS lines, nor sizes)."""
+    out: list[Step] = []
+    for a, b in T.blocks_of(lines, s.body_start, s.end):
+        found = []
+        for i in range(a, b + 1):
+            m = OUTLINE.match(lines[i].replace("**", ""))
+            key = T.clean(m.group("key")) if m else ""
+            figs = out_figures(lines[i].replace("**", "")) if m else []
+            if not figs or KEYLINE.match(lines[i]) or REFERENCE_KEY.search(key) or not re.search(r"[^\W\d_]{2}", key) \
+                    or re.search(r"\b[MNK]\s*=|\d{3,}\s*[x×]\s*\d{3,}|\bsize\b", key, _I):
+                if found and len(found[-1]) >= 3:
+                    break
+                found.append([])
+                continue
+            if not found:
+                found.append([])
+            found[-1].append((i, key, figs))
+        run = max(found, key=len, default=[])
+        units = [{u for _, u in figs} for _, _, figs in run]
+        common = set.intersection(*units) if units else set()
+        if len(run) < 3 or not common or len({key for _, key, _ in run}) < len(run):
+            continue
+        unit = sorted(common, key=lambda u: u in ("us", "ms", "ns", "s"))[0]  # a rate before a time
+        for n, (i, key, figs) in enumerate(run):
+            v = next(v for v, u in figs if u == unit)
+            f = make("", None, v, unit, i, "state")
+            out.append(Step("item", key[:90], i, i, k, {norm(key)}, [f], baseline=not n))  # its own chain
+    return out
+
+
 def chain(steps: list[Step]) -> list[Step]:
     """Each step's baseline is the state before it (same metric, as many shapes), unless it has one already or
     is a baseline itself; a measurement that repeats an earlier, non-adjacent one is a recap, not a step; a
@@ -178,6 +261,8 @@ def chain(steps: list[Step]) -> list[Step]:
                 and not (prev and _same(st.state, prev)):
             continue  # "Looking back at the initial kernel:" repeats the first measurement
         keep.append(st)
+        if st.kind == "named":
+            continue  # a named item measures itself: no link of the chain
         if st.pairs:
             prev = [Fig(f.label, None, f.after, f.unit, f.metric, f.better, f.line, "state") for f in st.pairs]
             continue
@@ -230,8 +315,8 @@ def _mark_mixed(steps: list[Step]) -> None:
 
 
 def stated_siblings(lines: list[str], secs: list[T.Section], blocked: set[int]) -> set[int]:
-    """Sibling sections that each report one measurement (a state or one before -> after pair), three or more of
-    them in one metric and unit, no results table among them: a tutorial's progression without step numbers. Returns
+    """Sibling sections that each report one measurement (a state or a before -> after pair) in the metric and unit
+    most of them use (beside figures in others), three or more of them, no results table among them: a tutorial's progression without step numbers. Returns
     the siblings from the first reporting one to the last (not the blocked ones: excluded, already steps)."""
     out: set[int] = set()
     for p in range(-1, len(secs)):
@@ -242,11 +327,11 @@ def stated_siblings(lines: list[str], secs: list[T.Section], blocked: set[int]) 
                 continue
             s = secs[k]
             figs = [f for f in text_figures(lines, s.body_start, s.end) if f.kind != "ratio"]
-            if len(figs) == 1:
-                stating.append((k, (figs[0].metric, figs[0].unit)))
-        metrics = [m for _, m in stating]
+            stating.append((k, [(f.metric, f.unit) for f in figs if f.metric not in ("other", "speedup")]))
+        # the measure most of them state (`5.1 TFLOPS` beside `30% of peak`): each states it once
+        metrics = [m for _, ms in stating for m in set(ms)]
         top = max(dict.fromkeys(metrics), key=metrics.count) if metrics else None
-        members = [k for k, m in stating if m == top]
+        members = [k for k, ms in stating if ms.count(top) == 1]
         span = [k for k in kids if members and members[0] <= k <= members[-1]]
         tabled = any(T.tables(lines, secs[k].body_start, secs[k].last) for k in span)
         if len(members) >= 3 and not tabled:

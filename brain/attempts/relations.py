@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from brain.attempts.extract import NOT_TECHNIQUES, STAGES
+from brain.attempts.fields import NOT_TECHNIQUES, STAGES
 from brain.taxonomy import detect_tags
 
 _SECTION_REF = re.compile(r"\bsection (\d+)\b", re.I)

@@ -14,13 +14,30 @@ from __future__ import annotations
 import re
 
 from brain.attempts import text as T
-from brain.attempts.figures import Fig, make, text_figures
+from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
-from brain.attempts.tables import cell_number, cell_unit
-from brain.attempts.units import header_metric, header_unit
+from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, cell_unit
+from brain.attempts.units import UNIT, canonical, header_metric, header_unit
 
 _I = re.I
-BASE_ROW = re.compile(r"\b(baseline|reference|ref)\b", _I)
+BASE_ROW = re.compile(r"\b(baseline|reference|ref|shipped|stock|default|original)\b", _I)
+# sections whose tables describe the hardware, a profile or a target: no variants measured
+NO_TABLE = re.compile(r"\b(specifications?|hardware|theor\w*|profil\w*|breakdown|where the time goes|gap analysis|"
+                      r"targets?|roofline|references?|appendix|setup|environment|installation|prerequisites|"
+                      r"how to|methodology)\b", _I)
+ESTIMATE_COL = re.compile(r"typical|expected|estimat|potential|projected|ideal|upper bound|budget|"
+                          r"^\W*(theoretical|peak|sol|target)\b", _I)
+ESTIMATE = re.compile(r"\b(expected|estimated?|projected|potential|plan(ned)?|proposals?)\b", _I)
+GAIN = re.compile(r"\b(improvement|gain|speed-?up|current|with(out)?)\b", _I)
+GENERIC_WORDS = {"the", "and", "with", "for", "using", "kernel", "kernels", "version", "step", "optimization",
+                 "implementation", "gemm", "sgemm", "matmul", "via", "from", "into"}
+# a first-column heading naming a problem size: its rows are shapes of one measurement, not variants
+SIZE_HEAD = re.compile(r"\b(size|shape|dims?|dimensions?|[mnk]|batch|bs|seq\w*|tokens?|context|length|problem|matrix|"
+                       r"input|elements?|n_\w+|num_\w+)\b", _I)
+PARAM_HEAD = re.compile(r"\b(tile|block|warp|thread|stage|split|chunk|unroll|vec\w*|cluster|depth|group|page|"
+                        r"occupancy|factor|degree|draft|width)", _I)
+SHAPE_NAME = re.compile(r"\W*(?:(?:[mnkbl]|bs|batch|seq(?:len)?|n)\s*[=:]?\s*\d[\d,]*\W*){1,4}", _I)
+DIM = re.compile(r"(?<![A-Za-z])[MNKBGLHD]\s*=?\s*\d{2,6}\b|\b\d{2,6}\s*[x×]\s*\d{2,6}\b")
 LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
                          r"vendor|library|sota)\b", _I)
 
@@ -50,9 +67,9 @@ def _group(name: str) -> str:
 
 
 def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_metrics: dict,
-                usable: set[int]) -> list[Step]:
+                usable: set[int], whole: set[int]) -> list[Step]:
     """The steps results tables add, and the rows that join steps named elsewhere (module docstring)."""
-    seen: set[str] = set()
+    seen: dict[str, Fig] = {}  # each row name an earlier table measured, with its figure
     by_name: dict[str, Step] = {}
     for st in steps:
         for nm in st.names:
@@ -60,8 +77,20 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
     out: list[Step] = []
     segments: dict[int, list[tuple[Step, T.Table]]] = {}
     for t in T.tables(lines, 0, len(lines) - 1):
+        t = _transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
+            t = _with_context_unit(lines, t)
+            col = choose_column(t.header, t.rows, doc_metrics)
+        if col is None:
+            continue
+        columns = _column_steps(t, secs)
+        if columns:
+            out += columns
+            continue
+        paired = _pair_rows(t, secs, steps)
+        if paired is not None:
+            out += paired
             continue
         unit = _col_unit(t, col)
         metric = header_metric(t.header[col], unit)
@@ -73,13 +102,11 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         rows = []
         for line, c in t.rows:
             v = cell_number(c[col]) if col < len(c) else None
-            if v is not None and (re.search(r"[^\W\d_]{2}", c[0]) or step_name(c[0])):  # a name, not a number
-                rows.append((line, c[0], norm(c[0]), v, c))
+            name = _row_name(t.header[0], c[0], c)
+            if v is not None and name:
+                rows.append((line, name, norm(name), v, c))
         if not rows:
             continue
-        new = [r for r in rows if r[2] not in seen]
-        bases = [r for r in rows if BASE_ROW.search(r[1])]
-
         def figs(r, kind="row") -> list[Fig]:
             out_ = []
             for n, c in enumerate(cols):
@@ -93,58 +120,61 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                     out_.append(f)
             return out_
 
-        def base_of(r) -> list[Fig] | None:
-            same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
-            if same or bases:
-                return figs((same or bases)[0]) if (same or bases)[0] is not r else None
-            n = rows.index(r)
-            return figs(rows[n - 1]) if n and rows[n - 1][2] in seen else None
+        # a row is new unless an earlier table measured it the same (a recap); the same names measured anew
+        # (an fp16 table after the fp32 one) are steps again
+        new = [r for r in rows if r[2] not in seen or not close(figs(r)[0], seen[r[2]])]
+        bases = [r for r in rows if BASE_ROW.search(r[1])]
 
-        befores = {r[0]: base_of(r) for r in new}
-        seen |= {r[2] for r in rows}
+
+        order = _chain_order(rows)
+        befores = {id(r): (figs(b) if (b := _before(r, rows, order, bases)) else None) for r in new}
+        seen.update({r[2]: figs(r)[0] for r in rows})
         holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
                        if st.kind == "section" and st.start <= t.line <= st.end), None)
         if holder and len(new) == 1 and not holder.pairs and all(f.kind == "state" for f in holder.state):
             # the step's own results row says more than a figure quoted in its prose
             holder.state = figs(new[0])
             holder.names.add(new[0][2])
-            holder.table_before = befores[new[0][0]] or holder.table_before
+            holder.table_before = befores[id(new[0])] or holder.table_before
             continue
         sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
-        while sec > 0 and PART.match(secs[sec].title) and secs[sec].parent > 0:
+        while sec > 0 and PART.match(secs[sec].title) and any(st.section == secs[sec].parent for st in steps):
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
-        variants = [r for r in new if r[2] not in by_name and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
+        joins = {k for k, st in by_name.items() if st.kind == "section"}  # rows naming a step told elsewhere
+        variants = [r for r in new if r[2] not in joins and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
-                and (step_name(variants[0][1]) or befores[variants[0][0]]) \
+                and (step_name(variants[0][1]) or befores[id(variants[0])]) \
                 and not any(st.section == sec and st.kind != "segment" for st in steps + out):
             # a section whose own results table adds one row is that row's step (up to the table)
             s, r = secs[sec], variants[0]
             st = Step("segment", s.title, s.start, s.last, sec, {r[2]} | identifiers(lines, s.start, s.last),
                       figs(r), baseline=bool(BASE_ROW.search(s.title)))
-            st.before = befores[r[0]]
+            st.before = befores[id(r)]
             out.append(st)
             segments.setdefault(sec, []).append((st, t))
             by_name[r[2]] = st
             continue
-        named = [r for r in variants if step_name(r[1])]
-        if len(variants) >= 2 and sec in usable and (bases or len(named) == len(variants)):
-            text_col = next((c for c in range(1, len(t.header)) if c != col and all(
-                c < len(cs) and cell_number(cs[c]) is None and cs[c].strip() for _, cs in t.rows)), None)
+        if len(variants) >= 2 and sec in usable and _progression(t, col, rows, secs, sec, holder or sec in whole):
+            text_col = next((c for c in range(1, len(t.header)) if c != col and not _col_unit(t, c)
+                             and header_metric(t.header[c], "") == "other" and all(
+                c < len(cs) and re.search(r"[^\W\d_]{2}", cs[c]) for _, cs in t.rows)), None)
             for r in variants:
-                cs = dict(t.rows)[r[0]]
-                what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) else ""
-                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line)
-                st.before = befores[r[0]]
+                cs = r[4]
+                what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) \
+                    and T.clean(cs[text_col]) not in r[1] else ""
+                st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line,
+                          baseline=befores[id(r)] is None)  # a first row starts the table's chain
+                st.before = befores[id(r)]
                 out.append(st)
             continue
-        for n, r in enumerate(rows):
+        for r in rows:
             st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None)
             if st is None or st.pairs or st.kind != "section":
                 continue
-            # a summary table is a progression too: the row above a step's row is its baseline (or the
-            # table's Baseline row, when it names one)
-            base = bases[0] if bases else None
-            above = figs(base) if base and base is not r else figs(rows[n - 1]) if n else None
+            # a summary table is a progression too: the row before a step's row (or the table's Baseline row)
+            # is its baseline
+            b = _before(r, rows, order, bases)
+            above = figs(b) if b else None
             if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
                 st.state, st.table_before = figs(r, "joined"), above
             elif len(st.state) == 1 and close(st.state[0], figs(r)[0]):
@@ -152,6 +182,209 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
     for sec, found in segments.items():
         out += _cut(lines, secs[sec], sec, found)
     return out
+
+
+def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: int, holder: bool) -> bool:
+    """Do the table's rows name variants, each measured once (not parts of one run, properties, estimates)? Not in
+    a section on hardware, theory or a profile; not a breakdown (a Total row, a Diff column); not a column of
+    estimates or mixed units; inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row or rows
+    naming steps of their own."""
+    k, titles = sec, []
+    while k > 0:
+        titles.append(secs[k].title)
+        k = secs[k].parent
+    if any(NO_TABLE.search(x) or ESTIMATE.search(x) for x in titles) or ESTIMATE_COL.search(t.header[col]):
+        return False
+    if any(TOTAL.search(r[1]) for r in rows) or any(
+            DIFF_COL.search(h) and any(c < len(cs) and cell_number(cs[c]) is not None for _, cs in t.rows)
+            for c, h in enumerate(t.header) if c):
+        return False
+    if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1:
+        return False
+    return not holder or any(BASE_ROW.search(r[1]) for r in rows) \
+        or all(step_name(r[1]) for r in rows if not LIBRARY_ROW.search(r[1]))
+
+
+def named_sections(lines: list[str], secs: list[T.Section], blocked: set[int], doc_metrics: dict) -> dict[int, set]:
+    """Sections whose headings the rows of a results table name, two or more (`| Shared memory tiles | 2811 |`
+    for `## Shared memory tiling`): each is a step, the row its measurement. Returns section -> the rows' keys."""
+    heads = {k: _words(s.title) for k, s in enumerate(secs) if k and k not in blocked and not s.excluded}
+    out: dict[int, set] = {}
+    for t in T.tables(lines, 0, len(lines) - 1):
+        t = _transposed(t)
+        col = choose_column(t.header, t.rows, doc_metrics)
+        if col is None:
+            continue
+        rows = [(line, _row_name(t.header[0], c[0], c), "", 0, c) for line, c in t.rows]
+        sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+        if not _progression(t, col, [r for r in rows if r[1]], secs, sec, False):
+            continue  # a breakdown, estimates, a profile: its rows are no steps
+        for _, name, _, _, _ in rows:
+            w = _words(name)
+            if not w or BASE_ROW.search(name) or LIBRARY_ROW.search(name):
+                continue
+            hits = [k for k, h in heads.items() if h and not secs[k].start <= t.line <= secs[k].last
+                    and (w <= h or h <= w or len(w & h) >= 0.6 * len(w | h))]
+            if len(hits) == 1:
+                out.setdefault(hits[0], set()).add(norm(name))
+    return out if len(out) >= 2 else {}
+
+
+def _words(name: str) -> frozenset:
+    """A name's words, stemmed (`tiles`, `tiling` -> `til`), without step words and numbers."""
+    words = re.findall(r"[^\W\d_]{3,}", T.clean(name).lower())
+    return frozenset(re.sub(r"(ing|ed|es|s)$", "", x) for x in words if x not in GENERIC_WORDS)
+
+
+def _transposed(t: T.Table) -> T.Table:
+    """A table with the variants across and the measures down (`| | v0 | v1 | v2 |` over `| Time (us) | ... |`)
+    read the usual way round: a row per variant, a column per measure."""
+    measures = [c[0] for _, c in t.rows if c and header_metric(c[0], header_unit(c[0])) != "other"]
+    names = [h for h in t.header[1:] if re.search(r"[^\W\d_]{2}|^\W*v\d", T.clean(h), _I) and not header_unit(h)
+             and header_metric(h, "") == "other"]
+    if not measures or len(names) < 2 or len(names) < len(t.header) - 2 or any(
+            AFTER_COL.search(h) or DIFF_COL.search(h) or GAIN.search(h) for h in t.header):
+        return t  # `| Metric | Current | With X | Improvement |` compares two versions: its pairs are its section's
+    rows = [(t.line, [t.header[c]] + [r[c] if c < len(r) else "" for _, r in t.rows]) for c in range(1, len(t.header))]
+    return T.Table(t.line, [t.header[0]] + [r[0] if r else "" for _, r in t.rows], rows, t.end)
+
+
+UNIT_WORDS = {"microseconds": "us", "microsecond": "us", "milliseconds": "ms", "millisecond": "ms",
+              "nanoseconds": "ns", "seconds": "s"}
+
+
+def _with_context_unit(lines: list[str], t: T.Table) -> T.Table:
+    """A table whose headings and cells name no unit takes the one its introduction or caption names ("runtime
+    in microseconds:", "(GFLOP/s)"): each numeric column's heading gets it."""
+    after = lines[t.end + 1] if t.end + 1 < len(lines) and lines[t.end + 1].strip() else \
+        (lines[t.end + 2] if t.end + 2 < len(lines) else "")
+    context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "")
+    m = re.search(r"(?:\(|\b(?:in|of)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
+                  context, _I)
+    unit = m and (UNIT_WORDS.get((m.group(2) or "").lower()) or canonical(m.group(1) or ""))
+    if not unit or unit in ("x", "%", "s") and not m.group(2):
+        return t
+    header = [h if k == 0 or header_unit(h) or "(" in h else f"{h} ({unit})" for k, h in enumerate(t.header)]
+    return T.Table(t.line, header, t.rows, t.end)
+
+
+def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
+    """Rows of sizes, columns of variants (`| Size | Naive | Tiled | cuBLAS |`): each column that is not a
+    library's is a step measured over the sizes (the median decides), after the column before it."""
+    if not t.rows or any(_row_name(t.header[0], c[0], c) for _, c in t.rows) \
+            or any(BEFORE_COL.search(h) or AFTER_COL.search(h) or DIFF_COL.search(h) for h in t.header[1:]):
+        return []  # a before / after table: its pairs are its section's
+    named = [c for c in range(1, len(t.header)) if re.search(r"[^\W\d_]{2}", re.sub(r"\([^)]*\)", "", t.header[c]))
+             and not _sized(t.header[c]) and not ESTIMATE_COL.search(t.header[c])
+             and any(c < len(r) and cell_number(r[c]) is not None for _, r in t.rows)]
+    units = {_col_unit(t, c) for c in named}
+    if len(named) < 2 or len(units) != 1 or not units.pop():
+        return []
+    sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+    out, prev = [], None
+    for c in named:
+        name = T.clean(re.sub(r"\s*\([^)]*\)", "", t.header[c]))
+        if LIBRARY_ROW.search(name) or BASE_ROW.search(name) and prev is None and out:
+            continue
+        figs = []
+        for n, (line, cs) in enumerate(t.rows):
+            v = cell_number(cs[c]) if c < len(cs) else None
+            if v is not None:
+                f = make(T.clean(cs[0]), None, v, _col_unit(t, c), line, "row")
+                f.shape = n
+                figs.append(f)
+        st = Step("row", name[:90], t.line, t.end, sec, {norm(name)}, figs, table=t.line,
+                  baseline=prev is None)
+        st.before = prev if prev and len(prev) == len(figs) else None
+        prev = figs
+        out.append(st)
+    return out
+
+
+def _pair_rows(t: T.Table, secs: list[T.Section], steps: list[Step]) -> list[Step] | None:
+    """A table with a before and an after column whose rows name different things (ops, kernels; not sizes): each
+    row is a change measured by its own pair. None where the table is not such (its pairs are its section's)."""
+    before = next((k for k, h in enumerate(t.header) if k and BEFORE_COL.search(h)), None)
+    after = next((k for k, h in enumerate(t.header) if k and k != before and AFTER_COL.search(h)), None)
+    if before is None or after is None:
+        return None
+    sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+    rows = [(line, _row_name(t.header[0], c[0], c), c) for line, c in t.rows if max(before, after) < len(c)]
+    rows = [r for r in rows if r[1] and not TOTAL.search(r[1]) and cell_number(r[2][before]) is not None
+            and cell_number(r[2][after]) is not None]
+    inside = any(st.kind == "section" and st.start <= t.line <= st.end for st in steps)
+    if len(rows) < 2 or inside or not _progression(t, after, [(a, b, norm(b), 0, c) for a, b, c in rows], secs, sec,
+                                                   False):
+        return None
+    unit = _col_unit(t, after) or _col_unit(t, before)
+    out = []
+    for line, name, c in rows:
+        f = make(name, cell_number(c[before]), cell_number(c[after]), unit, line, "pair",
+                 t.header[after][t.header[after].find("%"):] if "%" in t.header[after] else "")
+        out.append(Step("row", T.clean(name)[:90], line, line, sec, {norm(name)}, [], [f], table=t.line))
+    return out if unit else None
+
+
+def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
+    """What a row is called: its first cell when that names something (`3: Shared memory`, `Kernel 2`, `+ FP8`);
+    a step number with the name beside it (`| 3 | Shared memory |` -> `3: Shared memory`); a bare number under
+    a parameter's heading is that setting (`Tile size` 128 -> `Tile size 128`); a problem size (`4096`,
+    `M=N=K=1024`, `bs=8`) names no variant."""
+    name = T.clean(cell)
+    if re.fullmatch(r"\d{1,3}", name) and re.fullmatch(r"\W*(#|no\.?|step|id|idx|index|version|ver|v|)\W*", T.clean(head),
+                                                      _I) and len(row) > 2 and re.search(r"[^\W\d_]{2}", row[1]) \
+            and cell_number(row[1]) is None:
+        return f"{name}: {T.clean(row[1])}"
+    if re.fullmatch(r"[\W\d_xX×]*", name) and re.search(r"\d", name):
+        h = T.clean(head)
+        if h and re.search(r"[^\W\d_]{2}", h) and (PARAM_HEAD.search(h) or not SIZE_HEAD.search(h)):
+            return f"{h} {name}"
+        return ""
+    if SHAPE_NAME.fullmatch(name) or len(DIM.findall(name)) >= 2 or not (re.search(r"[^\W\d_]{2}", name)
+                                                                         or step_name(name)):
+        return ""  # a problem size: `M=1024`, `bs=8`, `gemm N7168 K16384`, `4096x4096`
+    return name
+
+
+def _number(name: str) -> int | None:
+    """A row's step number: `Kernel 3`, `3: Tiling`, or a version it ends with (`reduce_v3`, `GEMM V03`)."""
+    nm = step_name(name)
+    m = re.match(r"^\W*(\d{1,3})\s*[:.)-]\s*\S", name) or re.search(r"(?:^|[\s_-])v(\d{1,3})\W*$", name, _I)
+    return nm[1] if nm else int(m.group(1)) if m else None
+
+
+def _numbered(steps: list) -> bool:
+    nums = [_number(r[1]) for r in steps]
+    return len(steps) >= 2 and None not in nums and len(set(nums)) == len(nums)
+
+
+def _chain_order(rows: list) -> list:
+    """The order the rows were made in: by their step numbers when every row that is not a reference carries a
+    different one (a table sorted by speed), else as listed."""
+    steps = [r for r in rows if not LIBRARY_ROW.search(r[1]) and not BASE_ROW.search(r[1])]
+    if _numbered(steps):
+        return sorted(steps, key=lambda r: _number(r[1]))
+    return steps
+
+
+def _before(r, rows: list, order: list, bases: list):
+    """The row a row is measured against: the Baseline row of its group (`x-direction: Baseline`), else the
+    table's Baseline row (each option against it: `Kernel 5 - baseline`, `Kernel 5 - 128x1x8`; but `+ X` rows
+    and versions numbered after an unnumbered baseline build on each other), else the row before it in the
+    order the steps were made (a library row such as cuBLAS is a reference, no step)."""
+    same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
+    if same:
+        return same[0]
+    if r in bases:
+        return None
+    cumulative = bool(re.match(r"^[\s*_`]*(\+|&|w/|with\b|and\b|plus\b)", r[4][0], _I))
+    versions = _numbered(order) and not any(_number(b[1]) is not None for b in bases)
+    if bases and not (cumulative and r in order and order.index(r)) and not versions:
+        return bases[0]
+    if r not in order:
+        return None
+    n = order.index(r)
+    return order[n - 1] if n else (bases[0] if bases else None)
 
 
 def _cut(lines: list[str], s: T.Section, sec: int, found: list[tuple[Step, T.Table]]) -> list[Step]:

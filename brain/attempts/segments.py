@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from brain.attempts import text as T
+from brain.attempts.fields import DONE
 from brain.attempts.figures import Fig, make, text_figures
 from brain.attempts.units import UNIT, canonical, metric_of
 
@@ -25,6 +26,7 @@ KEYLINE = re.compile(r"^\s*(?:\*\*)?(?:time|latency|runtime|duration|throughput|
 # a peak reports a reference, not this version
 OUTLINE = re.compile(r"^\s*(?P<key>[A-Za-z][^:=]{0,80}?)\s*[:=]\s*~?\s*" + T.NUMBER_G + r"\s*" + UNIT + r"(?![\w/])", _I)
 OUT_FIG = re.compile(r"(?<![\w.])~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])")
+FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 REFERENCE_KEY = re.compile(r"cubla|cudnn|torch|rocblas|hipblas|reference|\bref\b|peak|theoretical|ratio|speed-?up|"
                            r"\bvs\b|target|expected|estimat", _I)
 BASELINE = re.compile(r"\b(?:start(?:s|ed)?(?: off)?|begin(?:s|ning)?|starting) (?:off )?(?:with|from) [^.:]{0,60}?"
@@ -106,10 +108,33 @@ def measurements(lines: list[str], paras: list[tuple[int, int]]) -> dict[int, tu
             continue
         found = {k: f for k in range(a, b + 1) if (f := out_figures(lines[k]))}
         both = {k: f for k, f in found.items() if len({metric_of(u) for _, u in f}) > 1}
-        if len(both or found) == 1:
-            k, f = next(iter((both or found).items()))
-            out[k] = ([x for x in f if metric_of(x[1]) != "latency"] or f)[0]
+        if len(both or found) != 1:
+            found = _one_run(lines, a, b)  # `Latency: ...` / `TFLOPS: ...` lines under the run's heading line
+            both = {}
+        if found and (len(both or found) == 1 or len({metric_of(u) for f in found.values() for _, u in f}) == len(found)):
+            figs = [x for f in (both or found).values() for x in f]
+            pick = ([x for x in figs if metric_of(x[1]) != "latency"] or figs)[0]  # read by its rate
+            out[next(k for k, f in found.items() if pick in f)] = pick
     return out
+
+
+def _one_run(lines: list[str], a: int, b: int) -> dict[int, list]:
+    """Program output printing runs under heading lines (`cuBLAS GEMM Kernel`, `Custom GEMM Kernel`): the
+    measurement lines of its one run that is not a reference; nothing when several runs compare configurations."""
+    runs: list[dict] = []
+    header = ""
+    for k in range(a, b + 1):
+        f = out_figures(lines[k])
+        if not f and lines[k].strip() and not OUTLINE.match(lines[k]) and ":" not in lines[k] \
+                and not FENCE_LINE.match(lines[k]):
+            header = lines[k]
+            runs.append({})
+        elif f and not REFERENCE_KEY.search(header):  # the lines under `cuBLAS ...` report the reference
+            if not runs:
+                runs.append({})
+            runs[-1][k] = f
+    runs = [r for r in runs if r]
+    return runs[0] if len(runs) == 1 else {}
 
 
 def _regions(lines: list[str], start: int, end: int) -> list[tuple[int, int]]:
@@ -155,7 +180,11 @@ def spans(lines: list[str], start: int, end: int, progression: bool) -> list[Spa
     for a, b in _regions(lines, start, end):
         paras = _paragraphs(lines, a, b)
         units = _own_units(lines, paras, progression)
-        if any(u.kind == "tried" and u.head >= 0 for u in units):
+        changes = [(x, y) for x, y in paras if T.block_kind(lines, x, y) == "prose"
+                   and not any(u.start <= x <= u.end for u in units) and _measures_change(lines, x, y)]
+        if len(changes) >= 2:  # paragraphs that each say what was changed and measure it: an attempt each
+            units += [Span("tried", x, y, _title(" ".join(lines[x:y + 1])), verdict_hint="tried") for x, y in changes]
+        elif any(u.kind == "tried" and u.head >= 0 for u in units):
             # beside the changes a sentence lists, a paragraph that measures one is a unit too
             units += [Span("tried", x, y, _title(" ".join(lines[x:y + 1]))) for x, y in paras
                       if T.block_kind(lines, x, y) == "prose" and not any(u.start <= x <= u.end for u in units)
@@ -163,6 +192,13 @@ def spans(lines: list[str], start: int, end: int, progression: bool) -> list[Spa
         out += units
         out += _measured(lines, paras, units, a)
     return sorted(out, key=lambda s: s.start)
+
+
+def _measures_change(lines: list[str], x: int, y: int) -> bool:
+    """Does a paragraph say what its author changed and measure the change (a pair, a ratio)?"""
+    text = " ".join(lines[x:y + 1])
+    return bool(DONE.search(text) or ATTEMPT_VERB.search(text)) and any(
+        f.before is not None for f in text_figures(lines, x, y))
 
 
 def _own_units(lines: list[str], paras: list[tuple[int, int]], progression: bool) -> list[Span]:

@@ -12,6 +12,8 @@ from brain.attempts.units import UNIT, canonical
 _I = re.I
 BEFORE_COL = re.compile(r"before|baseline|\bold\b|previous|^v\d|section \d+", _I)
 AFTER_COL = re.compile(r"after|\bnow\b|\bnew\b|optimi[sz]ed", _I)
+LIBRARY_COL = re.compile(r"cublas|cudnn|cutlass|torch|triton|flash|\bfa\d|vendor|library|reference|\bref\b|peak|"
+                         r"theoretical|\bsol\b|target", _I)
 DIFF_COL = re.compile(r"\bdiff|Δ|\bdelta\b|\bchange\b|差", _I)
 DIFF_ROW = re.compile(r"^(difference|diff|delta|Δ|change|gain|saving|差|差值)\b", _I)
 
@@ -41,6 +43,8 @@ def table_figures(lines: list[str], start: int, end: int) -> tuple[list[Fig], st
         header, rows = t.header, t.rows
         before = next((k for k, h in enumerate(header) if BEFORE_COL.search(h)), None)
         after = next((k for k, h in enumerate(header) if k != before and AFTER_COL.search(h)), None)
+        if before is not None and after is None:
+            after = _after_col(header, rows, before)
         unit_col = next((k for k, h in enumerate(header) if h.strip().lower() == "unit"), None)
         intro = T.paragraph_before(lines, t.line)
         if before is not None and after is not None:
@@ -73,6 +77,16 @@ def table_figures(lines: list[str], start: int, end: int) -> tuple[list[Fig], st
                     figs.append(make(f"{T.clean(header[0])} {T.clean(c[0])}", baseline[c[0]][0], v[0],
                                      cell_unit(header[time_col], *rows[0][1][1:]), row_line))
     return figs, change
+
+
+def _after_col(header: list[str], rows: list, before: int) -> int | None:
+    """Beside a Baseline column, the version measured against it: the last column in the baseline's unit that
+    names no library (`| Baseline (us) | Optimization 3 (us) | Speedup |`)."""
+    from brain.attempts.units import header_unit
+    unit = header_unit(header[before])
+    cands = [k for k, h in enumerate(header) if k > before and unit and header_unit(h) == unit
+             and not LIBRARY_COL.search(h) and any(k < len(c) and cell_number(c[k]) is not None for _, c in rows)]
+    return cands[-1] if cands else None
 
 
 def _diff_table(header: list[str], rows: list) -> list[Fig]:

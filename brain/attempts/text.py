@@ -12,6 +12,7 @@ LIST_ITEM = re.compile(r"^(\s*)(?:[-*+•]|\d+[.)]|\d+ -)\s+(.*)$")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 BREAK = re.compile(r"^\s{0,3}(?:-{3,}|\*{3,}|_{3,})\s*$")  # a thematic break
 IMAGE = re.compile(r"^\s*(!\[|<img\b|<p\b[^>]*>\s*$|</p>|<div\b|</div>|\[source code\]|:::)", _I)
+DELIMITER = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)+\|?\s*$")  # `--- | :---:`
 NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"  # 1,214,240 | 0.125 | 7
 NUMBER_G = "(?:" + NUMBER + ")"
 
@@ -165,7 +166,8 @@ def block_kind(lines: list[str], a: int, b: int) -> str:
     first = lines[a]
     if FENCE.match(first) or all(is_code_line(x) or not x.strip() for x in lines[a:b + 1]):
         return "code"
-    if first.lstrip().startswith("|") or first.lstrip().lower().startswith("<table"):
+    if first.lstrip().startswith("|") or first.lstrip().lower().startswith("<table") \
+            or (a < b and "|" in first and DELIMITER.match(lines[a + 1])):
         return "table"
     if BREAK.match(first) and a == b:
         return "break"
@@ -190,10 +192,13 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
     """Pipe tables and HTML tables in start..end."""
     out, i = [], start
     while i <= end:
-        if lines[i].lstrip().startswith("|") and i + 1 <= end and re.match(r"^\s*\|?\s*:?-{2,}", lines[i + 1]):
-            header = cells(lines[i])
+        piped = lines[i].lstrip().startswith("|")
+        if (piped and i + 1 <= end and re.match(r"^\s*\|?\s*:?-{2,}", lines[i + 1])) or (
+                not piped and "|" in lines[i] and i + 1 <= end and DELIMITER.match(lines[i + 1])):
+            header = cells(lines[i])  # `a | b` over `--- | ---`: a table without its outer pipes too
             rows, j = [], i + 2
-            while j <= end and lines[j].lstrip().startswith("|"):
+            while j <= end and (lines[j].lstrip().startswith("|") or (not piped and "|" in lines[j]
+                                                                      and lines[j].strip())):
                 rows.append((j, cells(lines[j])))
                 j += 1
             out.append(Table(i, header, rows, j - 1))
@@ -210,9 +215,27 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
     return out
 
 
-def _html_cells(text: str) -> list[str]:
-    return [clean(html.unescape(re.sub(r"<[^>]+>", " ", c)))
-            for c in re.findall(r"<t[dh]\b[^>]*>(.*?)(?=<t[dh]\b|</tr>|$)", text, _I | re.S)]
+def _html_cells(text: str) -> list[tuple[str, str, int, int]]:
+    """(tag, text, colspan, rowspan) of each cell of one `<tr>`."""
+    out = []
+    for tag, attrs, c in re.findall(r"<t([dh])\b([^>]*)>(.*?)(?=<t[dh]\b|</tr>|$)", text, _I | re.S):
+        span = [int(m.group(1)) if (m := re.search(k + r"\s*=\s*[\"']?(\d+)", attrs, _I)) else 1
+                for k in ("colspan", "rowspan")]
+        out.append((tag.lower(), clean(html.unescape(re.sub(r"<[^>]+>", " ", c))), min(span[0], 16), span[1]))
+    return out
+
+
+def _html_header(first: list, second: list | None) -> tuple[list[str], bool]:
+    """A header row with its spans spread out (`Baseline` over two columns), and a second header row of units
+    under it joined in (`Baseline (us)`, `Baseline (GB/s)`). Returns the header and whether it took two rows."""
+    cols, tall = [], []
+    for _, text, colspan, rowspan in first:
+        cols += [text] * colspan
+        tall += [rowspan > 1] * colspan
+    if not second or not all(tag == "h" for tag, *_ in second):
+        return cols, False
+    under = iter(text for _, text, colspan, _ in second for _ in range(colspan))
+    return [c if t else f"{c} ({next(under, '')})".replace(" ()", "") for c, t in zip(cols, tall)], True
 
 
 def _html_table(lines: list[str], i: int, end: int) -> Table | None:
@@ -236,7 +259,9 @@ def _html_table(lines: list[str], i: int, end: int) -> Table | None:
             k += 1
     if len(rows) < 2:
         return None
-    return Table(rows[0][0], rows[0][1], rows[1:], min(j, end))
+    header, two = _html_header(rows[0][1], rows[1][1])
+    body = [(line, [text for _, text, colspan, _ in cs for _ in range(colspan)]) for line, cs in rows[1 + two:]]
+    return Table(rows[0][0], header, body, min(j, end))
 
 
 def items(lines: list[str], start: int, end: int) -> list[tuple[int, int, str]]:

@@ -76,7 +76,7 @@ def better_of(metric: str, unit: str = "") -> str:
 
 # a column heading's words -> the metric its numbers measure, when the cells carry no unit
 HEADER_METRIC = [
-    (re.compile(r"speed-?up|加速比|加速|\bratio\b|relative", _I), "speedup"),
+    (re.compile(r"speed-?up|加速比|加速|relative", _I), "speedup"),
     (re.compile(r"%\s*of\s*(peak|sol|target|roofline|theoretical)|utili[sz]ation|of peak|效率", _I), "percent-of-peak"),
     (re.compile(r"%\s*of\s*(cublas|torch|reference|cudnn|cutlass)", _I), "percent-of-reference"),
     (re.compile(r"tflop|gflop|pflop|flop/s|tokens?/s|tok/s|\btps\b|throughput|吞吐", _I), "throughput"),
