@@ -159,6 +159,44 @@ def test_a_bold_subheading_inside_a_numbered_step_is_part_of_it():
     assert [(r.title, r.end_line, fig(r)) for r in recs][1] == ("Kernel 2: tiling", 15, (10.0, 8.0, "ms"))
 
 
+CLIMB = """# Serving latency log
+
+## Key optimizations
+
+| Feature | TPS/User | Notes |
+|---|---|---|
+| Baseline: CUDA graph | 67 | start |
+| Multi stream | 73 | overlap experts |
+| Faster attention kernel | 80 | new kernel |
+| Fused router GEMM | 89 | one launch |
+"""
+
+VARIANTS = """# GEMM kernels
+
+## Results
+
+| GEMM Kernel | TFLOPS | Description |
+|---|---|---|
+| cuBLAS GEMM Kernel | 24.6 | library |
+| Custom GEMM Kernel V01 | 1.72 | coalesced |
+| Custom GEMM Kernel V02 | 2.66 | block tiling |
+| Custom GEMM Kernel V02 Vectorized | 1.91 | block tiling, vector loads |
+| Custom GEMM Kernel V03 | 8.91 | thread tiling |
+"""
+
+
+def test_rows_that_each_beat_the_one_above_build_on_each_other_and_a_heading_names_the_metric():
+    recs = {r.title.split(":")[0]: r for r in extract(CLIMB, "w.md", "t")}
+    assert fig(recs["Faster attention kernel"]) == (73.0, 80.0, "tokens/s")  # not 67 -> 80: the table climbs
+    assert recs["Faster attention kernel"].verdict == "improved"
+
+
+def test_a_variant_row_is_measured_against_its_main_line_and_passed_over_by_the_next_version():
+    recs = {r.title.split(":")[0]: r for r in extract(VARIANTS, "w.md", "t")}
+    assert fig(recs["Custom GEMM Kernel V02 Vectorized"])[:2] == (2.66, 1.91)
+    assert fig(recs["Custom GEMM Kernel V03"])[:2] == (2.66, 8.91)  # V02, not its vectorized variant
+
+
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
     """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
     verdict and deciding figure."""

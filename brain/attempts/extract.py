@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 6  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 7  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -133,10 +133,13 @@ RULES = [
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
                 "with the baseline its table names (the Baseline row of its group, `x-direction: Baseline` for "
                 "`x-direction: VEC_LEN=2`; else the table's Baseline row (baseline / reference / shipped / default "
-                "/ stock), each option against it, but `+ X` rows and versions numbered after an unnumbered "
-                "baseline build on each other; else the row before it in the order the steps were made: by their "
+                "/ stock), each option against it, but `+ X` rows, versions numbered after an unnumbered "
+                "baseline and rows that each beat the row above them (3 or more, after an unnumbered baseline) "
+                "build on each other; else the row before it in the order the steps were made: by their "
                 "step numbers when each row has its own, so a table sorted by speed still chains by step, else as "
-                "listed); a step introduced as the baseline / reference, the first row of a table and the first "
+                "listed, a variant row (`V02 Vectorized`, its name extending an earlier row's) measured against "
+                "that row and passed over by the next version); a column heading's metric (`TPS/User`) gives "
+                "unitless cells their direction; a step introduced as the baseline / reference, the first row of a table and the first "
                 "output line of a run start a chain; a measurement "
                 "equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating the previous "
                 "step's figure is not this step's"),

@@ -17,7 +17,7 @@ from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
 from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, cell_unit
-from brain.attempts.units import UNIT, canonical, header_metric, header_unit
+from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit
 
 _I = re.I
 BASE_ROW = re.compile(r"\b(baseline|reference|ref|shipped|stock|default|original)\b", _I)
@@ -116,6 +116,8 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                     f = make(T.clean(re.sub(r"\s*[(\[][^)\]]*[)\]]", "", h)) if len(cols) > 1 else r[1], None, v,
                              unit, r[0], kind,
                              h[h.find("%"):] if "%" in h else "")
+                    if f.metric == "other" and metric != "other":  # `TPS/User | 73`: the heading says what it is
+                        f.metric, f.better = metric, better_of(metric)
                     f.shape = n
                     out_.append(f)
             return out_
@@ -127,7 +129,8 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
 
 
         order = _chain_order(rows)
-        befores = {id(r): (figs(b) if (b := _before(r, rows, order, bases)) else None) for r in new}
+        climbs = _climbs(order, bases, better_of(metric))
+        befores = {id(r): (figs(b) if (b := _before(r, rows, order, bases, climbs)) else None) for r in new}
         seen.update({r[2]: figs(r)[0] for r in rows})
         holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
                        if st.kind == "section" and st.start <= t.line <= st.end), None)
@@ -173,7 +176,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                 continue
             # a summary table is a progression too: the row before a step's row (or the table's Baseline row)
             # is its baseline
-            b = _before(r, rows, order, bases)
+            b = _before(r, rows, order, bases, climbs)
             above = figs(b) if b else None
             if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
                 st.state, st.table_before = figs(r, "joined"), above
@@ -367,11 +370,30 @@ def _chain_order(rows: list) -> list:
     return steps
 
 
-def _before(r, rows: list, order: list, bases: list):
+def _climbs(order: list, bases: list, better: str) -> bool:
+    """Rows after a Baseline row that each beat the one before them (3 or more) build on each other: a table of
+    options each against the baseline seldom improves on every row above it."""
+    if not bases or len(order) < 3 or not better or _number(bases[0][1]) is not None:
+        return False  # a numbered baseline (`Kernel 5 - baseline`) is what the options beside it are measured on
+    vals = [bases[0][3]] + [r[3] for r in order]
+    sign = 1 if better == "higher" else -1
+    return all(sign * (b - a) > 0 for a, b in zip(vals, vals[1:]))
+
+
+def _variant_of(r, earlier: list):
+    """The earlier row whose name this row's extends (`V03 Vectorized` of `V03`): a variant beside the main
+    line, measured against it."""
+    name = T.clean(r[1]).lower()
+    return next((p for p in reversed(earlier) if name != T.clean(p[1]).lower()
+                 and name.startswith(T.clean(p[1]).lower() + " ")), None)
+
+
+def _before(r, rows: list, order: list, bases: list, climbs: bool = False):
     """The row a row is measured against: the Baseline row of its group (`x-direction: Baseline`), else the
-    table's Baseline row (each option against it: `Kernel 5 - baseline`, `Kernel 5 - 128x1x8`; but `+ X` rows
-    and versions numbered after an unnumbered baseline build on each other), else the row before it in the
-    order the steps were made (a library row such as cuBLAS is a reference, no step)."""
+    table's Baseline row (each option against it: `Kernel 5 - baseline`, `Kernel 5 - 128x1x8`; but `+ X` rows,
+    versions numbered after an unnumbered baseline and rows that each beat the one above build on each other),
+    else the row before it in the order the steps were made, passing over variants (`V02 Vectorized`) to the
+    main line (a library row such as cuBLAS is a reference, no step)."""
     same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
     if same:
         return same[0]
@@ -379,12 +401,20 @@ def _before(r, rows: list, order: list, bases: list):
         return None
     cumulative = bool(re.match(r"^[\s*_`]*(\+|&|w/|with\b|and\b|plus\b)", r[4][0], _I))
     versions = _numbered(order) and not any(_number(b[1]) is not None for b in bases)
-    if bases and not (cumulative and r in order and order.index(r)) and not versions:
+    if bases and not (cumulative and r in order and order.index(r)) and not versions and not climbs:
         return bases[0]
     if r not in order:
         return None
     n = order.index(r)
-    return order[n - 1] if n else (bases[0] if bases else None)
+    if not n:
+        return bases[0] if bases else None
+    main = _variant_of(r, order[:n])
+    if main is not None:
+        return main
+    k = n - 1
+    while k > 0 and _variant_of(order[k], order[:k]) is not None:
+        k -= 1
+    return order[k]
 
 
 def _cut(lines: list[str], s: T.Section, sec: int, found: list[tuple[Step, T.Table]]) -> list[Step]:

@@ -25,7 +25,7 @@ _UNITS = [
     (r"G(?:FLOP|[Ff]lop|flop)[sS]?(?:/s(?:ec)?)?|gflops", "GFLOP/s"),
     (r"TOPS|TOP/s", "TOPS"),
     (r"TB/s|TiB/s", "TB/s"), (r"GB/s|GiB/s|GBps", "GB/s"), (r"MB/s|MiB/s", "MB/s"),
-    (r"(?i:tokens?/s(?:ec)?(?:/user)?|tok/s(?:/user)?)|TPS(?:/user)?|tps", "tokens/s"),
+    (r"(?i:tokens?/s(?:ec)?(?:/user)?|tok/s(?:/user)?|tps(?:/user)?)", "tokens/s"),
     (r"(?i:(?:it|iters?|samples?|images?|img|queries|req(?:uests)?)/s)", "items/s"),
     (r"sec(?:onds?)?|s", "s"),
     (r"%", "%"),
