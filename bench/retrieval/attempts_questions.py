@@ -51,7 +51,7 @@ def main() -> int:
     if root is None or not root.is_dir():
         sys.exit(f"error: the worklogs of --set {args.set} are not at {root} (give --root)")
     labels = {f: e for f, e in json.loads(labels_file.read_text()).items() if not f.startswith("_")}
-    home = args.home or Path(tempfile.gettempdir()) / f"brain-attempts-questions-{args.set}"
+    home = args.home or Path(tempfile.gettempdir()) / f"brain-attempts-questions-{args.set}-{Settings().model}"
     brain = Brain(Settings(home=home))
     print(brain.ingest([CorpusSpec("worklogs", root, exclude=("SOURCES.md",))]).line(), file=sys.stderr)
     report = {}
@@ -71,8 +71,9 @@ def main() -> int:
                     got = "; ".join(f"{r['source']}:{r['start_line']} {r['title'][:40]}" for r in found)
                     print(f"miss  {file}:{a['start_line']}-{a['end_line']} {a['title'][:40]!r}  q={q['q']!r}\n"
                           f"      got: {got}")
-        report[split] = {"questions": n, "top1": round(top1 / n, 3) if n else None,
-                         f"top{args.k}": round(topk / n, 3) if n else None}
+        if not n:  # set C is held out whole: it has no tune half
+            continue
+        report[split] = {"questions": n, "top1": round(top1 / n, 3), f"top{args.k}": round(topk / n, 3)}
     if args.json:
         print(json.dumps(report, indent=1))
     else:
