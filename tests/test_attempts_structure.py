@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from brain.attempts.extract import extract
 from brain.attempts.figures import text_figures
+from brain.attempts.results import library_row
 
 
 def by_start(text: str) -> dict:
@@ -195,6 +196,12 @@ def test_a_variant_row_is_measured_against_its_main_line_and_passed_over_by_the_
     recs = {r.title.split(":")[0]: r for r in extract(VARIANTS, "w.md", "t")}
     assert fig(recs["Custom GEMM Kernel V02 Vectorized"])[:2] == (2.66, 1.91)
     assert fig(recs["Custom GEMM Kernel V03"])[:2] == (2.66, 8.91)  # V02, not its vectorized variant
+
+
+def test_a_library_row_is_a_reference_but_a_change_naming_a_library_is_a_step():
+    assert library_row("cuBLAS GEMM Kernel") and library_row("PyTorch native") and library_row("FA3")
+    assert not library_row("Optimize CUTLASS Grouped GEMM Kernels")
+    assert not library_row("Custom GEMM Kernel V02")
 
 
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):

@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 7  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 8  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -68,7 +68,8 @@ RULES = [
              "same names measured anew, an fp16 table after the fp32 one, are), in any section but those on "
              "hardware, theory, profiles, targets, setup and estimates (a summary or conclusion only in a document "
              "with no other steps): in a step's own table, that step's "
-             "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps); "
+             "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps: the "
+             "library opens the row's name or the name is three words or fewer); "
              "inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row "
              "or rows naming steps; one in a section of its own, the step its text up to the table describes (a "
              "section with several such tables is cut at them, and its text after the last one, when it measures "

@@ -42,6 +42,14 @@ LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|tor
                          r"vendor|library|sota)\b", _I)
 
 
+def library_row(name: str) -> bool:
+    """A reference row (`cuBLAS`, `cuBLAS GEMM Kernel`, `PyTorch native`), not a change that names a library
+    (`Optimize CUTLASS Grouped GEMM Kernels`): the library opens the name, or the name is three words or fewer."""
+    m = LIBRARY_ROW.search(name)
+    words = re.findall(r"[^\W_]+", name)
+    return bool(m) and (not re.search(r"[^\W_]", name[:m.start()]) or len(words) <= 3)
+
+
 def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | None:
     """The deciding column of a results table: an absolute measure before a ratio, the metric the document's
     prose quotes most, then the first such column."""
@@ -144,7 +152,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         while sec > 0 and PART.match(secs[sec].title) and any(st.section == secs[sec].parent for st in steps):
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
         joins = {k for k, st in by_name.items() if st.kind == "section"}  # rows naming a step told elsewhere
-        variants = [r for r in new if r[2] not in joins and not BASE_ROW.search(r[1]) and not LIBRARY_ROW.search(r[1])]
+        variants = [r for r in new if r[2] not in joins and not BASE_ROW.search(r[1]) and not library_row(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
                 and (step_name(variants[0][1]) or befores[id(variants[0])]) \
                 and not any(st.section == sec and st.kind != "segment" for st in steps + out):
@@ -205,7 +213,7 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
     if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1:
         return False
     return not holder or any(BASE_ROW.search(r[1]) for r in rows) \
-        or all(step_name(r[1]) for r in rows if not LIBRARY_ROW.search(r[1]))
+        or all(step_name(r[1]) for r in rows if not library_row(r[1]))
 
 
 def named_sections(lines: list[str], secs: list[T.Section], blocked: set[int], doc_metrics: dict) -> dict[int, set]:
@@ -224,7 +232,7 @@ def named_sections(lines: list[str], secs: list[T.Section], blocked: set[int], d
             continue  # a breakdown, estimates, a profile: its rows are no steps
         for _, name, _, _, _ in rows:
             w = _words(name)
-            if not w or BASE_ROW.search(name) or LIBRARY_ROW.search(name):
+            if not w or BASE_ROW.search(name) or library_row(name):
                 continue
             hits = [k for k, h in heads.items() if h and not secs[k].start <= t.line <= secs[k].last
                     and (w <= h or h <= w or len(w & h) >= 0.6 * len(w | h))]
@@ -287,7 +295,7 @@ def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
     out, prev = [], None
     for c in named:
         name = T.clean(re.sub(r"\s*\([^)]*\)", "", t.header[c]))
-        if LIBRARY_ROW.search(name) or BASE_ROW.search(name) and prev is None and out:
+        if library_row(name) or BASE_ROW.search(name) and prev is None and out:
             continue
         figs = []
         for n, (line, cs) in enumerate(t.rows):
@@ -364,7 +372,7 @@ def _numbered(steps: list) -> bool:
 def _chain_order(rows: list) -> list:
     """The order the rows were made in: by their step numbers when every row that is not a reference carries a
     different one (a table sorted by speed), else as listed."""
-    steps = [r for r in rows if not LIBRARY_ROW.search(r[1]) and not BASE_ROW.search(r[1])]
+    steps = [r for r in rows if not library_row(r[1]) and not BASE_ROW.search(r[1])]
     if _numbered(steps):
         return sorted(steps, key=lambda r: _number(r[1]))
     return steps
