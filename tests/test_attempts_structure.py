@@ -204,6 +204,28 @@ def test_a_library_row_is_a_reference_but_a_change_naming_a_library_is_a_step():
     assert not library_row("Custom GEMM Kernel V02")
 
 
+def _html_step(n: int, base: float, after: float) -> str:
+    return f"""## Optimization {n}: change {n}
+
+What changed.
+
+<table>
+  <tr><td rowspan="2"><strong>Batch</strong></td><td colspan="2"><strong>Time (us)</strong></td></tr>
+  <tr><td><strong>Baseline</strong></td><td><strong>Opt {n}</strong></td></tr>
+  <tr><td>32</td><td>{base}</td><td>{after}</td></tr>
+</table>
+
+"""
+
+
+def test_an_html_header_of_two_rows_and_steps_measured_against_one_original_baseline():
+    doc = "# Decode kernel\n\n" + _html_step(1, 455, 422) + _html_step(2, 455, 395) + _html_step(3, 455, 368)
+    recs = {r.title.split(":")[0]: r for r in extract(doc, "w.md", "t")}
+    assert fig(recs["Optimization 1"]) == (455.0, 422.0, "us")
+    assert fig(recs["Optimization 2"]) == (422.0, 395.0, "us")  # on top of Optimization 1, not the baseline
+    assert fig(recs["Optimization 3"]) == (395.0, 368.0, "us")
+
+
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
     """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
     verdict and deciding figure."""

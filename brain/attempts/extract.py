@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 8  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 9  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -130,7 +130,10 @@ RULES = [
     ("figures", "tables: a before and an after column (per row, per `·` value; beside a Baseline column, the last "
                 "column in its unit naming no library is the after one); two configuration columns and a Diff "
                 "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
-                "Baseline table joined by key"),
+                "Baseline table joined by key; an HTML table's header is its rows up to the first holding a "
+                "number, spans spread and each column's headings joined (`Time (us) CU Baseline`)"),
+    ("figures", "numbered steps that each measure themselves against the same original baseline (`| Baseline | "
+                "Opt 3 |`, then `| Baseline | Opt 4 |`) are measured against the step before (its after)"),
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
                 "with the baseline its table names (the Baseline row of its group, `x-direction: Baseline` for "
                 "`x-direction: VEC_LEN=2`; else the table's Baseline row (baseline / reference / shipped / default "

@@ -5,7 +5,7 @@ reference kernel gives us:"). Results tables are results.py."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from brain.attempts import text as T
 from brain.attempts.fields import says_outcome
@@ -254,6 +254,7 @@ def chain(steps: list[Step]) -> list[Step]:
     prev: list | None = None
     history: list[list] = []
     keep = []
+    last: Step | None = None  # the last numbered step measured against a baseline of its own text
     for st in ordered:
         if st.state and prev and _same(st.state, prev) and st.state[0].kind == "joined":
             st.state = []
@@ -264,7 +265,12 @@ def chain(steps: list[Step]) -> list[Step]:
         if st.kind == "named":
             continue  # a named item measures itself: no link of the chain
         if st.pairs:
-            prev = [Fig(f.label, None, f.after, f.unit, f.metric, f.better, f.line, "state") for f in st.pairs]
+            own = st.pairs
+            if last is not None and st.group is not None and st.group == last.group and _rebased(own, last.pairs):
+                # every step measured against the one original baseline: its change is on top of the step before
+                st.pairs = [replace(f, before=p.after) for f, p in zip(own, last.pairs)]
+            prev = [Fig(f.label, None, f.after, f.unit, f.metric, f.better, f.line, "state") for f in own]
+            last = replace(st, pairs=own)
             continue
         if not st.state:
             continue
@@ -276,6 +282,14 @@ def chain(steps: list[Step]) -> list[Step]:
         history.append(st.state)
     _mark_mixed(keep)
     return sorted(keep, key=lambda s: s.start)
+
+
+def _rebased(pairs: list, earlier: list) -> bool:
+    """Do these pairs share the earlier step's befores (same shapes, units) while its afters moved?"""
+    return len(pairs) == len(earlier) and all(
+        f.label == p.label and f.unit == p.unit and f.before is not None and p.before is not None
+        and abs(f.before - p.before) <= 0.005 * max(abs(p.before), 1e-9) for f, p in zip(pairs, earlier)) \
+        and any(p.after != p.before for p in earlier)
 
 
 def close(a: Fig, b: Fig) -> bool:

@@ -225,17 +225,36 @@ def _html_cells(text: str) -> list[tuple[str, str, int, int]]:
     return out
 
 
-def _html_header(first: list, second: list | None) -> tuple[list[str], bool]:
-    """A header row with its spans spread out (`Baseline` over two columns), and a second header row of units
-    under it joined in (`Baseline (us)`, `Baseline (GB/s)`). Returns the header and whether it took two rows."""
-    cols, tall = [], []
-    for _, text, colspan, rowspan in first:
-        cols += [text] * colspan
-        tall += [rowspan > 1] * colspan
-    if not second or not all(tag == "h" for tag, *_ in second):
-        return cols, False
-    under = iter(text for _, text, colspan, _ in second for _ in range(colspan))
-    return [c if t else f"{c} ({next(under, '')})".replace(" ()", "") for c, t in zip(cols, tall)], True
+_UNIT_ONLY = re.compile(r"^[(\[]?\s*(?:us|µs|μs|ms|ns|s|cycles|[GTP]?FLOP/?s|[GT]FLOPS|[GMT]B/s|%|x)\s*[)\]]?$", _I)
+
+
+def _html_header(rows: list) -> tuple[list[str], int]:
+    """The header of an HTML table: its leading rows up to the first that holds a number outside its first
+    cell, with row and column spans spread out and each column's headings joined top to bottom (`Time (us)`
+    over `CU` over `Baseline` -> `Time (us) CU Baseline`; a row of units joins as `Baseline (us)`). Returns the
+    header and how many rows it took."""
+    n = next((k for k, (_, cs) in enumerate(rows) if k and any(
+        re.fullmatch(r"[-+]?\d[\d,.]*\s*\S{0,6}", t) for _, t, _, _ in cs[1:])), 1)
+    width = max(sum(c for _, _, c, _ in cs) for _, cs in rows[:n])
+    grid: list[list[str | None]] = [[None] * width for _ in range(n)]
+    for r, (_, cs) in enumerate(rows[:n]):
+        col = 0
+        for _, text, colspan, rowspan in cs:
+            while col < width and grid[r][col] is not None:
+                col += 1
+            for rr in range(r, min(n, r + rowspan)):
+                for cc in range(col, min(width, col + colspan)):
+                    grid[rr][cc] = text if rr == r else ""
+            col += colspan
+    header = []
+    for c in range(width):
+        parts = []
+        for r in range(n):
+            t = grid[r][c] or ""
+            if t and t not in parts:
+                parts.append(f"({t.strip('()[]')})" if _UNIT_ONLY.match(t) and parts else t)
+        header.append(" ".join(parts))
+    return header, n
 
 
 def _html_table(lines: list[str], i: int, end: int) -> Table | None:
@@ -259,8 +278,8 @@ def _html_table(lines: list[str], i: int, end: int) -> Table | None:
             k += 1
     if len(rows) < 2:
         return None
-    header, two = _html_header(rows[0][1], rows[1][1])
-    body = [(line, [text for _, text, colspan, _ in cs for _ in range(colspan)]) for line, cs in rows[1 + two:]]
+    header, n = _html_header(rows)
+    body = [(line, [text for _, text, colspan, _ in cs for _ in range(colspan)]) for line, cs in rows[n:]]
     return Table(rows[0][0], header, body, min(j, end))
 
 
