@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from brain.attempts.extract import extract
 from brain.attempts.figures import text_figures
-from brain.attempts.results import library_row
+from brain.attempts.rows import library_row
 
 
 def by_start(text: str) -> dict:

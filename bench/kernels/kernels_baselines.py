@@ -57,7 +57,6 @@ def main() -> int:
     if info["device"].startswith("cuda"):
         # The exact reference must not depend on the device: gemm bit for bit; dual_gemm's
         # silu uses each device's own expf, so it may differ by an fp16 ulp (within tolerance).
-        import torch
         from kernels.check import check_output
         from kernels.problems import get_problem
 

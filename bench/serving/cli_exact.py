@@ -27,7 +27,6 @@ sys.path.insert(0, str(ROOT))
 
 from brain.config import Settings, default_corpora  # noqa: E402
 from brain.embed import Embedder  # noqa: E402
-from brain.numpy_encoder import NumpyEncoder  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from brain import MAX_K
-from hostile import KEY, Served, brain, env_for
+from served import KEY, Served, brain, env_for
 
 W = {"X-API-Key": KEY}
 RECORD = {"title": "pipeline stages 1 -> 3", "verdict": "regressed", "problem": "gemm", "techniques": ["pipeline"]}

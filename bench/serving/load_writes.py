@@ -97,7 +97,7 @@ def main() -> int:
             qstop.set()
             for t in qthreads:
                 t.join()
-        stop, latencies, errors, wlog, werrors = threading.Event(), [], [], [], []
+        stop, errors, wlog, werrors = threading.Event(), [], [], []
         stamped: list[tuple[float, float]] = []  # (end time, ms) of each search, to split by write activity
 
         def timed_client(offset: int) -> None:

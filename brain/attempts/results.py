@@ -4,15 +4,14 @@ row is measured against.
 A row is new when no earlier table of the document named it. New rows are steps: in a step's own table, that
 step's measurement; a sweep (two or more new rows beside a Baseline row, or rows naming numbered steps), a step
 per row; one new row in a section of its own, the step that section's text up to the table describes (a section
-with several such tables is cut at them). Each row's baseline: the Baseline row of its group (`x-direction:
-Baseline` for `x-direction: VEC_LEN=2`), else the table's Baseline row, else the row just above it that an
-earlier table measured already (the table repeats what the change was made on top of). A row naming a step
+with several such tables is cut at them). Which row each row is measured against: rows.py. A row naming a step
 elsewhere (a summary table) joins that step.
 """
 from __future__ import annotations
 
 import re
 
+from brain.attempts import rows as R
 from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
@@ -20,7 +19,6 @@ from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, 
 from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit
 
 _I = re.I
-BASE_ROW = re.compile(r"\b(baseline|reference|ref|shipped|stock|default|original)\b", _I)
 # sections whose tables describe the hardware, a profile or a target: no variants measured
 NO_TABLE = re.compile(r"\b(specifications?|hardware|theor\w*|profil\w*|breakdown|where the time goes|gap analysis|"
                       r"targets?|roofline|references?|appendix|setup|environment|installation|prerequisites|"
@@ -38,16 +36,7 @@ PARAM_HEAD = re.compile(r"\b(tile|block|warp|thread|stage|split|chunk|unroll|vec
                         r"occupancy|factor|degree|draft|width)", _I)
 SHAPE_NAME = re.compile(r"\W*(?:(?:[mnkbl]|bs|batch|seq(?:len)?|n)\s*[=:]?\s*\d[\d,]*\W*){1,4}", _I)
 DIM = re.compile(r"(?<![A-Za-z])[MNKBGLHD]\s*=?\s*\d{2,6}\b|\b\d{2,6}\s*[x×]\s*\d{2,6}\b")
-LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
-                         r"vendor|library|sota)\b", _I)
 
-
-def library_row(name: str) -> bool:
-    """A reference row (`cuBLAS`, `cuBLAS GEMM Kernel`, `PyTorch native`), not a change that names a library
-    (`Optimize CUTLASS Grouped GEMM Kernels`): the library opens the name, or the name is three words or fewer."""
-    m = LIBRARY_ROW.search(name)
-    words = re.findall(r"[^\W_]+", name)
-    return bool(m) and (not re.search(r"[^\W_]", name[:m.start()]) or len(words) <= 3)
 
 
 def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | None:
@@ -66,12 +55,6 @@ def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | Non
 def _sized(header: str) -> bool:
     """A column heading naming a size (`M=1024 (us)`, `4096x4096`, `bs 8`), once its unit is set aside."""
     return bool(re.search(r"\d", re.sub(r"[(\[][^)\]]*[)\]]", "", header)))
-
-
-def _group(name: str) -> str:
-    """`x-direction: VEC_LEN=2` -> `xdirection`: the rows one Baseline row stands for."""
-    m = re.match(r"^(.{2,40}?)\s*(?::|\s-\s|\s—\s)", T.clean(name))
-    return norm(m.group(1)) if m else ""
 
 
 def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_metrics: dict,
@@ -133,12 +116,12 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         # a row is new unless an earlier table measured it the same (a recap); the same names measured anew
         # (an fp16 table after the fp32 one) are steps again
         new = [r for r in rows if r[2] not in seen or not close(figs(r)[0], seen[r[2]])]
-        bases = [r for r in rows if BASE_ROW.search(r[1])]
+        bases = [r for r in rows if R.BASE_ROW.search(r[1])]
 
 
-        order = _chain_order(rows)
-        climbs = _climbs(order, bases, better_of(metric))
-        befores = {id(r): (figs(b) if (b := _before(r, rows, order, bases, climbs)) else None) for r in new}
+        order = R.chain_order(rows)
+        climbs = R.climbs(order, bases, better_of(metric))
+        befores = {id(r): (figs(b) if (b := R.before(r, rows, order, bases, climbs)) else None) for r in new}
         seen.update({r[2]: figs(r)[0] for r in rows})
         holder = next((st for st in sorted(steps, key=lambda s: s.start - s.end)
                        if st.kind == "section" and st.start <= t.line <= st.end), None)
@@ -152,14 +135,14 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         while sec > 0 and PART.match(secs[sec].title) and any(st.section == secs[sec].parent for st in steps):
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
         joins = {k for k, st in by_name.items() if st.kind == "section"}  # rows naming a step told elsewhere
-        variants = [r for r in new if r[2] not in joins and not BASE_ROW.search(r[1]) and not library_row(r[1])]
+        variants = [r for r in new if r[2] not in joins and not R.BASE_ROW.search(r[1]) and not R.library_row(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
                 and (step_name(variants[0][1]) or befores[id(variants[0])]) \
                 and not any(st.section == sec and st.kind != "segment" for st in steps + out):
             # a section whose own results table adds one row is that row's step (up to the table)
             s, r = secs[sec], variants[0]
             st = Step("segment", s.title, s.start, s.last, sec, {r[2]} | identifiers(lines, s.start, s.last),
-                      figs(r), baseline=bool(BASE_ROW.search(s.title)))
+                      figs(r), baseline=bool(R.BASE_ROW.search(s.title)))
             st.before = befores[id(r)]
             out.append(st)
             segments.setdefault(sec, []).append((st, t))
@@ -184,7 +167,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
                 continue
             # a summary table is a progression too: the row before a step's row (or the table's Baseline row)
             # is its baseline
-            b = _before(r, rows, order, bases, climbs)
+            b = R.before(r, rows, order, bases, climbs)
             above = figs(b) if b else None
             if not st.state:  # the summary row of a step whose text gives no figure (or a ratio only)
                 st.state, st.table_before = figs(r, "joined"), above
@@ -212,8 +195,8 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
         return False
     if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1:
         return False
-    return not holder or any(BASE_ROW.search(r[1]) for r in rows) \
-        or all(step_name(r[1]) for r in rows if not library_row(r[1]))
+    return not holder or any(R.BASE_ROW.search(r[1]) for r in rows) \
+        or all(step_name(r[1]) for r in rows if not R.library_row(r[1]))
 
 
 def named_sections(lines: list[str], secs: list[T.Section], blocked: set[int], doc_metrics: dict) -> dict[int, set]:
@@ -232,7 +215,7 @@ def named_sections(lines: list[str], secs: list[T.Section], blocked: set[int], d
             continue  # a breakdown, estimates, a profile: its rows are no steps
         for _, name, _, _, _ in rows:
             w = _words(name)
-            if not w or BASE_ROW.search(name) or library_row(name):
+            if not w or R.BASE_ROW.search(name) or R.library_row(name):
                 continue
             hits = [k for k, h in heads.items() if h and not secs[k].start <= t.line <= secs[k].last
                     and (w <= h or h <= w or len(w & h) >= 0.6 * len(w | h))]
@@ -295,7 +278,7 @@ def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
     out, prev = [], None
     for c in named:
         name = T.clean(re.sub(r"\s*\([^)]*\)", "", t.header[c]))
-        if library_row(name) or BASE_ROW.search(name) and prev is None and out:
+        if R.library_row(name) or R.BASE_ROW.search(name) and prev is None and out:
             continue
         figs = []
         for n, (line, cs) in enumerate(t.rows):
@@ -355,74 +338,6 @@ def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
                                                                          or step_name(name)):
         return ""  # a problem size: `M=1024`, `bs=8`, `gemm N7168 K16384`, `4096x4096`
     return name
-
-
-def _number(name: str) -> int | None:
-    """A row's step number: `Kernel 3`, `3: Tiling`, or a version it ends with (`reduce_v3`, `GEMM V03`)."""
-    nm = step_name(name)
-    m = re.match(r"^\W*(\d{1,3})\s*[:.)-]\s*\S", name) or re.search(r"(?:^|[\s_-])v(\d{1,3})\W*$", name, _I)
-    return nm[1] if nm else int(m.group(1)) if m else None
-
-
-def _numbered(steps: list) -> bool:
-    nums = [_number(r[1]) for r in steps]
-    return len(steps) >= 2 and None not in nums and len(set(nums)) == len(nums)
-
-
-def _chain_order(rows: list) -> list:
-    """The order the rows were made in: by their step numbers when every row that is not a reference carries a
-    different one (a table sorted by speed), else as listed."""
-    steps = [r for r in rows if not library_row(r[1]) and not BASE_ROW.search(r[1])]
-    if _numbered(steps):
-        return sorted(steps, key=lambda r: _number(r[1]))
-    return steps
-
-
-def _climbs(order: list, bases: list, better: str) -> bool:
-    """Rows after a Baseline row that each beat the one before them (3 or more) build on each other: a table of
-    options each against the baseline seldom improves on every row above it."""
-    if not bases or len(order) < 3 or not better or _number(bases[0][1]) is not None:
-        return False  # a numbered baseline (`Kernel 5 - baseline`) is what the options beside it are measured on
-    vals = [bases[0][3]] + [r[3] for r in order]
-    sign = 1 if better == "higher" else -1
-    return all(sign * (b - a) > 0 for a, b in zip(vals, vals[1:]))
-
-
-def _variant_of(r, earlier: list):
-    """The earlier row whose name this row's extends (`V03 Vectorized` of `V03`): a variant beside the main
-    line, measured against it."""
-    name = T.clean(r[1]).lower()
-    return next((p for p in reversed(earlier) if name != T.clean(p[1]).lower()
-                 and name.startswith(T.clean(p[1]).lower() + " ")), None)
-
-
-def _before(r, rows: list, order: list, bases: list, climbs: bool = False):
-    """The row a row is measured against: the Baseline row of its group (`x-direction: Baseline`), else the
-    table's Baseline row (each option against it: `Kernel 5 - baseline`, `Kernel 5 - 128x1x8`; but `+ X` rows,
-    versions numbered after an unnumbered baseline and rows that each beat the one above build on each other),
-    else the row before it in the order the steps were made, passing over variants (`V02 Vectorized`) to the
-    main line (a library row such as cuBLAS is a reference, no step)."""
-    same = [b for b in bases if b is not r and _group(b[1]) == _group(r[1]) and _group(r[1])]
-    if same:
-        return same[0]
-    if r in bases:
-        return None
-    cumulative = bool(re.match(r"^[\s*_`]*(\+|&|w/|with\b|and\b|plus\b)", r[4][0], _I))
-    versions = _numbered(order) and not any(_number(b[1]) is not None for b in bases)
-    if bases and not (cumulative and r in order and order.index(r)) and not versions and not climbs:
-        return bases[0]
-    if r not in order:
-        return None
-    n = order.index(r)
-    if not n:
-        return bases[0] if bases else None
-    main = _variant_of(r, order[:n])
-    if main is not None:
-        return main
-    k = n - 1
-    while k > 0 and _variant_of(order[k], order[:k]) is not None:
-        k -= 1
-    return order[k]
 
 
 def _cut(lines: list[str], s: T.Section, sec: int, found: list[tuple[Step, T.Table]]) -> list[Step]:
