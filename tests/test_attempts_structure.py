@@ -226,6 +226,25 @@ def test_an_html_header_of_two_rows_and_steps_measured_against_one_original_base
     assert fig(recs["Optimization 3"]) == (395.0, 368.0, "us")
 
 
+LONE = """# Softmax
+
+Given a matrix of size (M, N), we want softmax along the last dimension.
+
+Kernel name             | Latency (us)
+------------------------|-------------
+PyTorch softmax         | 877.57
+Naive softmax           | 874.69
+Naive softmax (split)   | 1,726.50
+Online softmax          | 874.85
+"""
+
+
+def test_a_document_with_no_heading_under_its_title_reads_its_table_as_a_progression():
+    recs = {r.title: r for r in extract(LONE, "w.md", "t")}
+    assert fig(recs["Naive softmax (split)"])[:2] == (874.69, 1726.5)
+    assert recs["Naive softmax (split)"].verdict == "regressed"
+
+
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
     """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
     verdict and deciding figure."""

@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 9  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 10  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -67,7 +67,8 @@ RULES = [
              "`M=1024`, `gemm N7168 K16384`) that are new to the document (not a recap with the same figures; the "
              "same names measured anew, an fp16 table after the fp32 one, are), in any section but those on "
              "hardware, theory, profiles, targets, setup and estimates (a summary or conclusion only in a document "
-             "with no other steps): in a step's own table, that step's "
+             "with no other steps; a document's title section when no heading stands under it): in a step's own "
+             "table, that step's "
              "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps: the "
              "library opens the row's name or the name is three words or fewer); "
              "inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row "

@@ -146,8 +146,12 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
                          lines, s) < 3}
     if not steps:  # a document whose only progression is its summary table
         usable |= {k for k in hard if re.search(r"\b(summary|conclusions?)\b|^总结", secs[k].title, _I)}
+    # a document with no heading under its title: its results tables are its progression
+    titled = [k for k, s in enumerate(secs) if s.title]
+    lone = titled[0] if len(titled) == 1 and titled[0] not in hard else None
+    usable |= {lone} - {None}
     # a section that says what its author did and measures it is one attempt: its table's rows are its figures
-    whole = {k for k in usable if not RESULTS_HEAD.search(secs[k].title)
+    whole = {k for k in usable if k != lone and not RESULTS_HEAD.search(secs[k].title)
              and _states(T.prose("\n".join(lines[secs[k].body_start:secs[k].end + 1])), lines, secs[k])}
     steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable, whole)
     steps = P.chain([st for st in steps if st.section not in written])
