@@ -29,6 +29,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from brain import MAX_K  # noqa: E402
 from served import KEY, ROOT, Served, brain, env_for, free_port  # noqa: E402
 
 
@@ -162,7 +163,7 @@ def kill_series(t: Tally, tmp: Path, kills: int) -> None:
             killed_n += 1
         proc.wait()
         if killed:  # never acknowledged: visible whole or absent, never half
-            out = brain(["attempts", "--json", "--k", "100", "--include-superseded"], env)
+            out = brain(["attempts", "--json", "--k", str(MAX_K), "--include-superseded"], env)
             mine = [r for r in json.loads(out.stdout)["results"] if r["title"] == f"killed write {n}"] \
                 if out.returncode == 0 else []
             seen_after_kill += bool(mine)
@@ -173,7 +174,7 @@ def kill_series(t: Tally, tmp: Path, kills: int) -> None:
         if done.returncode == 0:
             ids.append(json.loads(done.stdout)["id"])
             t.acked.append(("kill-home", ids[-1]))
-    out = brain(["attempts", "--json", "--k", "100", "--include-superseded"], env)
+    out = brain(["attempts", "--json", "--k", str(MAX_K), "--include-superseded"], env)
     rows = json.loads(out.stdout)["results"] if out.returncode == 0 else []
     got = [r["id"] for r in rows if r["title"].startswith("killed write ")]
     titles = [r["title"] for r in rows if r["title"].startswith("killed write ")]
