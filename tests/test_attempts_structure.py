@@ -249,6 +249,23 @@ def test_a_document_with_no_heading_under_its_title_reads_its_table_as_a_progres
     assert recs["Naive softmax (split)"].verdict == "regressed"
 
 
+WORKLOG_TABLE = """# Attention in CUDA
+
+### Worklog
+
+| Version | Optimization | Duration | Cycles |
+| - | - | - | - |
+| V1 | Baseline | 2.08s | 2,741,237 |
+| V2 | More thread blocks | 32.52ms | 42,890 |
+| V3 | Untransposed matmul | 8.64ms | 11,394 |
+"""
+
+
+def test_a_one_dash_delimiter_opens_a_table_and_a_column_that_changes_unit_is_passed_over():
+    recs = {r.title.split(":")[0]: r for r in extract(WORKLOG_TABLE, "w.md", "t")}
+    assert fig(recs["V3"]) == (42890.0, 11394.0, "cycles")  # not 32.52 ms -> 8.64 ms beside 2.08 s
+
+
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
     """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
     verdict and deciding figure."""

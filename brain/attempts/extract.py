@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 10  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 11  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -62,7 +62,7 @@ RULES = [
              "figures in others: `12 TFLOPS (30% of peak)`), no results table among them (a tutorial without step "
              "numbers), and their own subsections; two or more sections whose headings a results table's rows name "
              "by their words (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`), measured by those rows"),
-    ("unit", "results tables are progressions: rows naming variants (a name, `3: Tiling`, a step-number column with "
+    ("unit", "results tables (a delimiter row of one dash a cell opens one too) are progressions: rows naming variants (a name, `3: Tiling`, a step-number column with "
              "the name beside it, a setting under a parameter heading: `Tile size 128`; not problem sizes: `4096`, "
              "`M=1024`, `gemm N7168 K16384`) that are new to the document (not a recap with the same figures; the "
              "same names measured anew, an fp16 table after the fp32 one, are), in any section but those on "
@@ -148,7 +148,8 @@ RULES = [
                 "output line of a run start a chain; a measurement "
                 "equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating the previous "
                 "step's figure is not this step's"),
-    ("figures", "a results table's deciding column: an absolute measure before a ratio, then the metric the "
+    ("figures", "a results table's deciding column: one in a single unit before one whose cells change unit "
+                "(`2.08s`, `32.52ms`), an absolute measure before a ratio, then the metric the "
                 "document's prose quotes most (columns of the same metric and unit are shapes of it where their "
                 "headings name sizes, `M=1024 (us)`; `Effective | Achieved bandwidth` are two measures); a "
                 "summary row joins a step by name (Kernel 4, kernel_4, kernel4, a function the step defines, "

@@ -40,16 +40,19 @@ DIM = re.compile(r"(?<![A-Za-z])[MNKBGLHD]\s*=?\s*\d{2,6}\b|\b\d{2,6}\s*[x×]\s*
 
 
 def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | None:
-    """The deciding column of a results table: an absolute measure before a ratio, the metric the document's
-    prose quotes most, then the first such column."""
+    """The deciding column of a results table: one in a single unit before one whose cells change unit (`2.08s`,
+    `32.52ms`), an absolute measure before a ratio, the metric the document's prose quotes most, then the first
+    such column."""
     cands = []
     for c in range(1, len(header)):
         unit = header_unit(header[c]) or cell_unit(*(r[c] for _, r in rows if c < len(r)))
         metric = header_metric(header[c], unit)
         if metric == "other" or not any(c < len(r) and cell_number(r[c]) is not None for _, r in rows):
             continue
-        cands.append((metric == "speedup", -doc_metrics.get(metric, 0), c))
-    return min(cands)[2] if cands else None
+        mixed = not header_unit(header[c]) and len({m.group(1).lower() for _, r in rows if c < len(r)
+                                                    for m in [re.search(r"\d\s*([^\W\d_]+)", r[c])] if m}) > 1
+        cands.append((mixed, metric == "speedup", -doc_metrics.get(metric, 0), c))
+    return min(cands)[-1] if cands else None
 
 
 def _sized(header: str) -> bool:

@@ -193,7 +193,7 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
     out, i = [], start
     while i <= end:
         piped = lines[i].lstrip().startswith("|")
-        if (piped and i + 1 <= end and re.match(r"^\s*\|?\s*:?-{2,}", lines[i + 1])) or (
+        if (piped and i + 1 <= end and re.match(r"^\s*\|\s*:?-[\s|:-]*$", lines[i + 1])) or (
                 not piped and "|" in lines[i] and i + 1 <= end and DELIMITER.match(lines[i + 1])):
             header = cells(lines[i])  # `a | b` over `--- | ---`: a table without its outer pipes too
             rows, j = [], i + 2

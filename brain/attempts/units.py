@@ -19,7 +19,7 @@ _I = re.I
 # unit as written -> canonical unit (order matters: longer spellings first)
 _UNITS = [
     (r"(?:µ|μ)s(?:ec)?|us(?:ec)?", "us"), (r"ms(?:ec)?", "ms"), (r"ns", "ns"),
-    (r"cycles?", "cycles"),
+    (r"(?i:cycles?)", "cycles"),
     (r"P(?:FLOP|[Ff]lop|flop)[sS]?(?:/s(?:ec)?)?", "PFLOP/s"),
     (r"T(?:FLOP|[Ff]lop|flop)[sS]?(?:/s(?:ec)?)?|tflops", "TFLOP/s"),
     (r"G(?:FLOP|[Ff]lop|flop)[sS]?(?:/s(?:ec)?)?|gflops", "GFLOP/s"),
