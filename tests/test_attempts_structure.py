@@ -266,6 +266,38 @@ def test_a_one_dash_delimiter_opens_a_table_and_a_column_that_changes_unit_is_pa
     assert fig(recs["V3"]) == (42890.0, 11394.0, "cycles")  # not 32.52 ms -> 8.64 ms beside 2.08 s
 
 
+LOGGED = """# H100 matmul
+
+## Kernel details
+
+* Kernel 1:
+    * Tiled matmul without tensor cores.
+* Kernel 2:
+    * One warpgroup per thread block doing TMA loads and WGMMA.
+* Kernel 4:
+    * Kernel 2 + producer/consumer warpgroups.
+
+## Benchmarks
+
+```
+KERNEL 1
+Average elapsed time: (0.033970) s, performance: (   32.4) TFLOPS. size: (8192).
+
+KERNEL 2
+Average elapsed time: (0.002251) s, performance: (  488.5) TFLOPS. size: (8192).
+
+KERNEL 4
+Average elapsed time: (0.001731) s, performance: (  635.4) TFLOPS. size: (8192).
+```
+"""
+
+
+def test_program_output_naming_each_version_joins_the_list_items_that_describe_them():
+    recs = {r.title.split(":")[0]: r for r in extract(LOGGED, "w.md", "t")}
+    assert fig(recs["Kernel 4"]) == (488.5, 635.4, "TFLOP/s")  # the run's rate, not its time
+    assert recs["Kernel 4"].start_line < 12 and recs["Kernel 4"].verdict == "improved"
+
+
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
     """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
     verdict and deciding figure."""

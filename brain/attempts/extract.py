@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 11  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 12  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -133,6 +133,10 @@ RULES = [
                 "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
                 "Baseline table joined by key; an HTML table's header is its rows up to the first holding a "
                 "number, spans spread and each column's headings joined (`Time (us) CU Baseline`)"),
+    ("figures", "program output that names each version on a line of its own and measures it on the next "
+                "(`KERNEL 2`, then `... performance: (488.5) TFLOPS`), three or more in a row, is a results table "
+                "(a line giving a time and a rate is read by its rate); its rows, like a summary table's, join the "
+                "sections and the list items (`* Kernel 2:`) that describe those steps and measure nothing themselves"),
     ("figures", "numbered steps that each measure themselves against the same original baseline (`| Baseline | "
                 "Opt 3 |`, then `| Baseline | Opt 4 |`) are measured against the step before (its after)"),
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "

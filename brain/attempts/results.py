@@ -16,7 +16,7 @@ from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
 from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, cell_unit
-from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit
+from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit, metric_of
 
 _I = re.I
 # sections whose tables describe the hardware, a profile or a target: no variants measured
@@ -70,7 +70,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             by_name.setdefault(nm, st)
     out: list[Step] = []
     segments: dict[int, list[tuple[Step, T.Table]]] = {}
-    for t in T.tables(lines, 0, len(lines) - 1):
+    for t in T.tables(lines, 0, len(lines) - 1) + _log_tables(lines):
         t = _transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
@@ -137,7 +137,9 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
         sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
         while sec > 0 and PART.match(secs[sec].title) and any(st.section == secs[sec].parent for st in steps):
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
-        joins = {k for k, st in by_name.items() if st.kind == "section"}  # rows naming a step told elsewhere
+        # rows naming a step told elsewhere: a section, or a list item that measures nothing itself
+        joins = {k for k, st in by_name.items() if st.kind == "section" or (
+            st.kind == "item" and not st.pairs and all(f.kind == "joined" for f in st.state))}
         variants = [r for r in new if r[2] not in joins and not R.BASE_ROW.search(r[1]) and not R.library_row(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
                 and (step_name(variants[0][1]) or befores[id(variants[0])]) \
@@ -166,7 +168,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             continue
         for r in rows:
             st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None)
-            if st is None or st.pairs or st.kind != "section":
+            if st is None or st.pairs or st.kind not in ("section", "item"):
                 continue
             # a summary table is a progression too: the row before a step's row (or the table's Baseline row)
             # is its baseline
@@ -207,7 +209,7 @@ def named_sections(lines: list[str], secs: list[T.Section], blocked: set[int], d
     for `## Shared memory tiling`): each is a step, the row its measurement. Returns section -> the rows' keys."""
     heads = {k: _words(s.title) for k, s in enumerate(secs) if k and k not in blocked and not s.excluded}
     out: dict[int, set] = {}
-    for t in T.tables(lines, 0, len(lines) - 1):
+    for t in T.tables(lines, 0, len(lines) - 1) + _log_tables(lines):
         t = _transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
@@ -372,6 +374,40 @@ def _comment_end(lines: list[str], after: int, limit: int) -> int:
     if blocks and T.block_kind(lines, *blocks[0]) == "prose" and not lines[blocks[0][1]].rstrip().endswith(":"):
         return blocks[0][1]
     return after
+
+
+LOG_NAME = re.compile(r"^\s*[=#*>-]*\s*(?P<name>[A-Za-z][\w.]*(?:[ _-][A-Za-z][\w.]*){0,2}[ _#-]*\d{1,3}[a-z]?)"
+                      r"\s*[=#*:-]*\s*$")
+LOG_VALUE = re.compile(r"(?<![\w.])(" + T.NUMBER + r")\s*\)?\s*(" + UNIT + r")(?![\w/])")
+
+
+def _log_tables(lines: list[str]) -> list[T.Table]:
+    """Program output that names each version on a line of its own and measures it on the next (`KERNEL 2`, then
+    `Average elapsed time: (0.0023) s, performance: (488.5) TFLOPS`), three or more in a row: a results table of
+    (name, value) rows. A line giving a time and a rate is read by its rate."""
+    out, run, i = [], [], 0
+
+    def flush() -> None:
+        if len(run) >= 3 and len({u for *_, u in run}) == 1:
+            unit = run[0][3]
+            out.append(T.Table(run[0][0], ["name", f"({unit})"], [(ln, [nm, f"{v} {unit}"]) for ln, nm, v, _ in run],
+                               run[-1][0] + 1))
+        run.clear()
+    while i < len(lines):
+        m = LOG_NAME.match(lines[i])
+        if m and step_name(m.group("name")):
+            nxt = next((j for j in range(i + 1, min(i + 3, len(lines))) if lines[j].strip()), None)
+            vals = [(v, canonical(u)) for v, u in LOG_VALUE.findall(lines[nxt])] if nxt is not None else []
+            if vals:
+                v, u = max(vals, key=lambda x: better_of(metric_of(x[1])) == "higher")
+                run.append((i, m.group("name"), v, u))
+                i = nxt + 1
+                continue
+        if lines[i].strip() and run and i - run[-1][0] > 3:
+            flush()
+        i += 1
+    flush()
+    return out
 
 
 def _col_unit(t: T.Table, c: int) -> str:
