@@ -13,6 +13,7 @@ Sets (index name: corpora -> question files):
   worklogs_b the second worklog set (needs --worklogs-b DIR)   -> eval_worklogs_b
   worklogs_c the third, held-out worklog set (--worklogs-c DIR) -> eval_worklogs_c (use --split all)
   worklogs_d the fourth, held-out worklog set (--worklogs-d DIR) -> eval_worklogs_d (use --split all)
+  worklogs_e the fifth, held-out worklog set (--worklogs-e DIR) -> eval_worklogs_e (use --split all)
   cub       the CUDA toolkit's CUB headers                    -> eval_cub
   notebooks CUTLASS notebooks (needs --cutlass)              -> eval_notebooks
   docs      CUTLASS C++ docs (needs --cutlass)               -> eval_cutlass_docs
@@ -54,7 +55,8 @@ def export(script: str, cutlass: Path | None, out: Path) -> Path | None:
 
 
 def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE, worklogs_b: Path | None = None,
-         worklogs_c: Path | None = None, worklogs_d: Path | None = None) -> dict[str, tuple[list[CorpusSpec] | None, list[str]]]:
+         worklogs_c: Path | None = None, worklogs_d: Path | None = None,
+         worklogs_e: Path | None = None) -> dict[str, tuple[list[CorpusSpec] | None, list[str]]]:
     notebooks = export("notebook_corpus.sh", cutlass, homes / "corpus-notebooks")
     docs = export("cutlass_docs_corpus.sh", cutlass, homes / "corpus-cutlass-docs")
     exists = lambda *paths: all(p is not None and p.exists() for p in paths)  # noqa: E731
@@ -73,6 +75,8 @@ def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE, worklogs_b: P
                        ["eval_worklogs_c.json"]),
         "worklogs_d": ([CorpusSpec("worklogs", worklogs_d)] if exists(worklogs_d) else None,
                        ["eval_worklogs_d.json"]),
+        "worklogs_e": ([CorpusSpec("worklogs", worklogs_e)] if exists(worklogs_e) else None,
+                       ["eval_worklogs_e.json"]),
         "cub": ([CorpusSpec("cub", CUB)] if exists(CUB) else None, ["eval_cub.json"]),
         "notebooks": ([CorpusSpec("notebooks", notebooks)] if exists(notebooks) else None, ["eval_notebooks.json"]),
         "docs": ([CorpusSpec("cutlass-docs", docs)] if exists(docs) else None, ["eval_cutlass_docs.json"]),
@@ -88,6 +92,7 @@ def main() -> int:
     ap.add_argument("--worklogs-b", type=Path, help="set B's worklogs (bench/retrieval/worklogs_corpus.py b)")
     ap.add_argument("--worklogs-c", type=Path, help="set C's worklogs (bench/retrieval/worklogs_corpus.py c)")
     ap.add_argument("--worklogs-d", type=Path, help="set D's worklogs (bench/retrieval/worklogs_corpus.py d)")
+    ap.add_argument("--worklogs-e", type=Path, help="set E's worklogs (bench/retrieval/worklogs_corpus.py e)")
     ap.add_argument("--samples", type=Path, default=SAMPLE, help=f"the sample corpora (default {SAMPLE})")
     ap.add_argument("--mode", choices=MODES, help="only this mode (default: all three)")
     ap.add_argument("--json", action="store_true")
@@ -95,7 +100,7 @@ def main() -> int:
     only = set(args.only.split(",")) if args.only else None
     report, embedder = {}, None
     for name, (specs, files) in sets(args.cutlass, args.homes, args.samples, args.worklogs_b, args.worklogs_c,
-                                     args.worklogs_d).items():
+                                     args.worklogs_d, args.worklogs_e).items():
         if only and name not in only:
             continue
         files = [f for f in files if (DATA / f).is_file()]
