@@ -298,6 +298,28 @@ def test_program_output_naming_each_version_joins_the_list_items_that_describe_t
     assert recs["Kernel 4"].start_line < 12 and recs["Kernel 4"].verdict == "improved"
 
 
+REPORTING = """# Matmul on tensor cores
+
+Fixed M=N=K=4096. Reporting TFLOPS (%SOL).
+
+Kernel name   | 5090
+--------------|-----------------
+CuBLAS        | 177.05 (84.51%)
+v1 (tiling)   | 140.66 (67.14%)
+v2 (cp.async) | 152.91 (72.99%)
+v3 (padding)  | 160.47 (76.60%)
+
+### Other shapes
+
+More tables.
+"""
+
+
+def test_a_table_takes_the_unit_its_introduction_reports():
+    recs = {r.title: r for r in extract(REPORTING, "w.md", "t")}
+    assert fig(recs["v3 (padding)"]) == (152.91, 160.47, "TFLOP/s")
+
+
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
     """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
     verdict and deciding figure."""

@@ -258,7 +258,7 @@ def _with_context_unit(lines: list[str], t: T.Table) -> T.Table:
     after = lines[t.end + 1] if t.end + 1 < len(lines) and lines[t.end + 1].strip() else \
         (lines[t.end + 2] if t.end + 2 < len(lines) else "")
     context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "")
-    m = re.search(r"(?:\(|\b(?:in|of)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
+    m = re.search(r"(?:\(|\b(?:in|of|reporting|reports?)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
                   context, _I)
     unit = m and (UNIT_WORDS.get((m.group(2) or "").lower()) or canonical(m.group(1) or ""))
     if not unit or unit in ("x", "%", "s") and not m.group(2):
