@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 12  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 13  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -79,7 +79,7 @@ RULES = [
              "different ops: a step per row, its own pair. Rows of sizes under columns of variants (`| Size | "
              "Naive | Tiled |`): a step per column over the sizes. Variants across and measures down: read the "
              "usual way round. A table whose headings name no unit takes the one its introduction names "
-             "('runtime in microseconds:')"),
+             "('runtime in microseconds:', 'Reporting TFLOPS')"),
     ("unit", "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
              "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
              "record ends before the first record inside it, and a section left with nothing but its heading is "
