@@ -320,6 +320,27 @@ def test_a_table_takes_the_unit_its_introduction_reports():
     assert fig(recs["v3 (padding)"]) == (152.91, 160.47, "TFLOP/s")
 
 
+METHODS = """# CUDA HGEMM
+
+Half-precision GEMM on tensor cores.
+
+# Optimization Method
+- Tiling: 256 * 128 for block tiling size and 64 * 64 for warp tiling size
+- Async Copy: using asynchronous copy operation with non-blocking instruction
+- Stage: multi-buffer algorithm using prefetching global memory to shared memory
+
+# Compile
+- CUDA Version: >= 11.0
+- Others: gflags, ccache
+"""
+
+
+def test_items_under_a_heading_listing_the_optimizations_applied_are_attempts_measured_or_not():
+    recs = {r.title: r for r in extract(METHODS, "w.md", "t")}
+    assert {"Tiling", "Async Copy", "Stage"} <= set(recs) and recs["Stage"].verdict == "inconclusive"
+    assert "CUDA Version" not in recs  # a list of requirements is no list of optimizations
+
+
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
     """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
     verdict and deciding figure."""

@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 13  # bump when a rule changes: every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 14  # bump when a rule changes: every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -93,6 +93,9 @@ RULES = [
              "states a measurement or an outcome ('faster', 'no gain'; not a purpose: 'to improve', 'may hurt'); "
              "a child of an Optimizations / Attempts heading, or a subsection that says what was done beside a "
              "sibling that is a record"),
+    ("unit", "items under a heading that lists the optimizations applied (`Optimization Method`, `Optimizations`, "
+             "`Techniques`), named in bold or before a colon (`- Tiling: 256 x 128 blocks`), three or more: an "
+             "attempt each, measured or not"),
     ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
              "targets / opportunities, possible / further improvements, ideas, roadmap); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
              "issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "

@@ -137,6 +137,11 @@ def identifiers(lines: list[str], a: int, b: int) -> set[str]:
     return {norm(next(g for g in m.groups() if g)) for m in DEFINES.finditer("\n".join(lines[a:b + 1]))}
 
 
+# a heading over the list of optimizations a project applied: `Optimization Method`, `Optimizations`, `Techniques`
+METHODS_HEAD = re.compile(r"^\W*(?:key |main )?(?:optimi[sz]ations?|techniques)(?: (?:methods?|techniques|applied|"
+                          r"used|list))?\W*$", _I)
+
+
 def item_steps(lines: list[str], s: T.Section, k: int, named: bool) -> list[Step]:
     """List items naming numbered steps (`- Level 03 (11 TFLOPs): shared memory`), two or more of one kind; else
     three or more items that each state one measurement in one metric (`2. Fused kernel: 14.8 us`); else (where
@@ -144,7 +149,8 @@ def item_steps(lines: list[str], s: T.Section, k: int, named: bool) -> list[Step
     (`- **CUDA graphs**: 1.2x faster`)."""
     found = []
     listed = T.items(lines, s.body_start, s.end)
-    measured = _measured_items(lines, listed, k) or (_named_items(lines, listed, k) if named else [])
+    measured = _measured_items(lines, listed, k) or (_named_items(lines, listed, k, bool(
+        METHODS_HEAD.search(s.title))) if named else [])
     if measured:
         return measured
     for a, b, text in listed:
@@ -185,6 +191,7 @@ def _measured_items(lines: list[str], listed: list, k: int) -> list[Step]:
 
 
 NAMED_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+(?:\*\*|__)(?P<name>[^*_]{2,80}?)(?:\*\*|__)")
+PLAIN_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+(?P<name>[^:*_`]{2,40}):\s")  # `- Tiling: 256 x 128 blocks`
 # a name that says what moved (`Higher compute utilization`, `Reduced stalls`) reports an effect, not a change
 EFFECT_NAME = re.compile(r"\b(improved|reduced|higher|lower|better|worse|fewer|more|less|increased|decreased|drop|gains?|"
                          r"loss(es)?|utili[sz]ation|occupancy|efficiency|stalls?|hit rate|bottlenecks?|characteristics|"
@@ -192,13 +199,14 @@ EFFECT_NAME = re.compile(r"\b(improved|reduced|higher|lower|better|worse|fewer|m
 ESTIMATE = re.compile(r"\b(est\.|estimated?|expected|potential|projected|could|would|might)\b", _I)
 
 
-def _named_items(lines: list[str], listed: list, k: int) -> list[Step]:
+def _named_items(lines: list[str], listed: list, k: int, methods: bool = False) -> list[Step]:
     """`- **Name**: what it did and how it went`, two or more items measuring a change (a pair, a ratio, a figure
-    with an outcome): each
-    item measuring one or saying how it went is a step of its own, compared within itself (no chain)."""
+    with an outcome): each item measuring one or saying how it went is a step of its own, compared within itself
+    (no chain). Under a heading that lists the optimizations applied (`methods`), three or more named items are
+    steps each, measured or not."""
     out, measured = [], 0
     for a, b, text in listed:
-        m = NAMED_ITEM.match(lines[a])
+        m = NAMED_ITEM.match(lines[a]) or (PLAIN_ITEM.match(lines[a]) if methods else None)
         if not m or EFFECT_NAME.search(m.group("name")) or ESTIMATE.search(text):
             continue
         figs = text_figures(lines, a, b)
@@ -206,12 +214,12 @@ def _named_items(lines: list[str], listed: list, k: int) -> list[Step]:
         ratios = [f for f in figs if f.kind == "ratio"][:1]
         outcome = says_outcome(text)
         measured += bool(pairs or ratios or (figs and outcome))  # `saves 35 us per layer`
-        if pairs or ratios or outcome:
+        if pairs or ratios or outcome or methods:
             st = Step("named", T.clean(m.group("name")).rstrip(":.")[:90], a, b, k, {norm(m.group("name"))}, [],
                       pairs)
             st.ratios = ratios
             out.append(st)
-    return out if measured >= 2 else []
+    return out if measured >= 2 or (methods and len(out) >= 3) else []
 
 
 def line_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
