@@ -446,5 +446,5 @@ def test_shipped_worklogs_read_plainly():
 
 
 def test_the_rule_table_document_is_printed_from_rules():
-    from brain.attempts.extract import rules_markdown
+    from brain.attempts.rules import rules_markdown
     assert (PROJECT_ROOT / "docs" / "attempts-rules.md").read_text(encoding="utf-8") == rules_markdown()

@@ -3,6 +3,7 @@ style, measurements in program output, sweep tables against a Baseline row, sect
 tables, ratios read from verbs, sections and list items that state a measurement, and records that never nest."""
 from __future__ import annotations
 
+from brain.attempts import text as T
 from brain.attempts.extract import extract
 from brain.attempts.figures import text_figures
 from brain.attempts.rows import library_row
@@ -339,6 +340,28 @@ def test_items_under_a_heading_listing_the_optimizations_applied_are_attempts_me
     recs = {r.title: r for r in extract(METHODS, "w.md", "t")}
     assert {"Tiling", "Async Copy", "Stage"} <= set(recs) and recs["Stage"].verdict == "inconclusive"
     assert "CUDA Version" not in recs  # a list of requirements is no list of optimizations
+
+
+DAYS = """day 1
+We benchmarked torch LayerNorm under fp32 vs bf16: no gain.
+
+Day3: Tuning Triton LayerNorm Parameters
+
+We sweep BLOCK_N for shape (4096,4096).
+
+BLOCK_N\twarps\tmedian latency (ms)
+512\t2\t0.115
+1024\t2\t0.187
+2048\t2\t0.352
+"""
+
+
+def test_step_lines_open_sections_in_a_document_without_headings_and_tab_separated_columns_are_a_table():
+    lines = DAYS.splitlines()
+    assert [s.title for s in T.sections(lines, ".md")][1:] == ["day 1", "Day3: Tuning Triton LayerNorm Parameters"]
+    table = T.tables(lines, 0, len(lines) - 1)[0]
+    assert table.header == ["BLOCK_N", "warps", "median latency (ms)"] and table.rows[-1][1] == ["2048", "2", "0.352"]
+    assert not T.sections(["day 1", "We ran it once."], ".md")[1:]  # one step line alone is a sentence
 
 
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):

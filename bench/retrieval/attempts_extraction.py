@@ -41,7 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from brain.attempts.extract import extract, rules_markdown  # noqa: E402
+from brain.attempts.extract import extract  # noqa: E402
+from brain.attempts.rules import rules_markdown  # noqa: E402
 
 # ../shared/sample-corpora/worklogs next to the checkout (a worktree may sit one level deeper)
 WORKLOGS = next((p / "shared" / "sample-corpora" / "worklogs" for p in ROOT.parents

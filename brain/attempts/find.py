@@ -1,4 +1,4 @@
-"""What becomes a record (the `unit` rules of extract.RULES): steps of progressions, written records, sections
+"""What becomes a record (the `unit` rules of rules.RULES): steps of progressions, written records, sections
 that read as attempts, proposals, dead ends, and "Tried ..." paragraphs. One attempt is one change with its
 measurement: a section split into steps is not a record itself, and a step section's parts (Problem /
 Solution / Results) belong to it."""

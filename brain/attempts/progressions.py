@@ -18,11 +18,11 @@ NAME = re.compile(r"^\W*(?P<prefix>(?:[a-z]+[ _-]?){0,2}?[a-z\u4e00-\u9fff]+?)[ 
                   r"(?![\d.x×/]|\s*[x×]\s*\d)", _I)
 STEP_WORDS = {"kernel", "version", "ver", "v", "step", "optimization", "optimisation", "opt", "level", "round",
               "attempt", "iteration", "iter", "experiment", "exp", "phase", "trial", "try", "variant", "milestone",
-              "rev", "revision", "pass", "take", "stage", "优化", "优化技巧", "技巧", "版本", "步骤", "第"}
+              "rev", "revision", "pass", "take", "stage", "day", "优化", "优化技巧", "技巧", "版本", "步骤", "第"}
 NOT_STEP = {"figure", "fig", "table", "section", "test", "case", "config", "configuration", "shape", "question",
             "note", "sidenote", "footnote", "issue", "appendix", "listing", "example", "eq", "equation", "rule",
             "lesson", "takeaway", "part", "chapter", "fp", "bf", "int", "uint", "sm", "h", "a", "b", "mi", "gb",
-            "mxfp", "nvfp", "e", "tf", "gfx", "cuda", "rtx", "gtx", "x", "l", "m", "n", "k", "g", "top", "day",
+            "mxfp", "nvfp", "e", "tf", "gfx", "cuda", "rtx", "gtx", "x", "l", "m", "n", "k", "g", "top",
             "week", "pr", "commit", "cutlass", "python", "ptx", "sm_", "compute", "model", "llama", "qwen",
             "deepseek", "gpt", "option", "problem", "failure", "lines", "line"}
 PART = re.compile(r"^(existing |the )?(problems?|solutions?|results?|analysis|code|implementation|benchmarks?|"

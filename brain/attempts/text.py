@@ -113,10 +113,18 @@ NOT_HEAD = re.compile(r"^\W*(hypothesis|expected|estimate|changes?( made)?|attem
                       r"|[.!?]\W*$", _I)
 
 
+# a short line of its own that opens a numbered step, in a document written without headings: `day 1`,
+# `Day3: Tuning Triton LayerNorm Parameters`, `TRY2: ...`
+STEP_LINE = re.compile(r"^\s*(?P<word>day|week|step|round|attempt|try|iteration|version|phase|stage|kernel)[ _-]?"
+                       r"\d{1,3}(?:\.\d{1,2})?\b(?:\s*[:.)-]\s*[^.!?]{0,60})?\s*$", _I)
+
+
 def _more_headings(lines: list[str], blocks: list) -> list:
     """ATX and setext headings, and the lines that work as headings in documents written without them: an HTML
-    `<h2>` line (its level), a line that is all bold (one level under the heading it sits in)."""
+    `<h2>` line (its level), a line that is all bold (one level under the heading it sits in), and a line that
+    opens a numbered step (`day 1`, `Day3: Tuning`) where two or more such lines share their step word."""
     from brain.chunking.sections import Block
+    words = [m.group("word").lower() for b in blocks if b.kind == "prose" and (m := STEP_LINE.match(lines[b.start]))]
     out, level = [], 0
     for n, b in enumerate(blocks):
         if b.kind == "heading":
@@ -124,8 +132,10 @@ def _more_headings(lines: list[str], blocks: list) -> list:
             level = b.level
         elif b.kind == "prose":
             first = lines[b.start]
-            h, bold = HTML_HEAD.match(first), BOLD_HEAD.match(first)
-            if h and clean(re.sub(r"<[^>]+>", " ", h.group(2))):
+            h, bold, step = HTML_HEAD.match(first), BOLD_HEAD.match(first), STEP_LINE.match(first)
+            if step and words.count(step.group("word").lower()) >= 2:
+                out.append(Block("heading", b.start, b.start, min(level + 1, 6), first.strip()))
+            elif h and clean(re.sub(r"<[^>]+>", " ", h.group(2))):
                 out.append(Block("heading", b.start, b.start, int(h.group(1)), re.sub(r"<[^>]+>", " ", h.group(2))))
                 level = int(h.group(1))
             elif bold and b.end == b.start and not NOT_HEAD.search(clean(bold.group(2))) \
@@ -189,7 +199,7 @@ class Table:
 
 
 def tables(lines: list[str], start: int, end: int) -> list[Table]:
-    """Pipe tables and HTML tables in start..end."""
+    """Pipe tables, HTML tables and tab-separated tables in start..end."""
     out, i = [], start
     while i <= end:
         piped = lines[i].lstrip().startswith("|")
@@ -203,6 +213,13 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
                 j += 1
             out.append(Table(i, header, rows, j - 1))
             i = j
+        elif _tsv(lines[i]) >= 2 and i + 2 <= end and all(_tsv(lines[j]) == _tsv(lines[i]) for j in (i + 1, i + 2)):
+            j = i + 1  # tab-separated columns pasted from a spreadsheet or a terminal
+            while j <= end and _tsv(lines[j]) == _tsv(lines[i]):
+                j += 1
+            out.append(Table(i, lines[i].strip().split("\t"), [(r, lines[r].strip().split("\t")) for r in range(i + 1, j)],
+                             j - 1))
+            i = j
         elif re.match(r"^\s*<table\b", lines[i], _I):
             t = _html_table(lines, i, end)
             if t:
@@ -213,6 +230,12 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
         else:
             i += 1
     return out
+
+
+def _tsv(line: str) -> int:
+    """How many tab-separated cells a line holds (0 for a line without tabs or with an empty cell)."""
+    cells_ = line.strip().split("\t")
+    return len(cells_) if "\t" in line.strip() and all(c.strip() for c in cells_) else 0
 
 
 def _html_cells(text: str) -> list[tuple[str, str, int, int]]:

@@ -1,0 +1,195 @@
+"""The attempt extractor's rules in words (brain/attempts/extract.py and the modules it calls follow them), and
+docs/attempts-rules.md printed from them."""
+from __future__ import annotations
+
+# The rule table: (field, rule); unit rows all apply, other fields' rows in order (the first that applies wins).
+# docs/attempts-rules.md is printed from it: `python bench/retrieval/attempts_extraction.py --rules >
+# docs/attempts-rules.md` (a test keeps them equal).
+RULES = [
+    ("unit", "sections: ATX and setext headings, an HTML `<h1>`-`<h6>` line, a line that is all bold on its own "
+             "over text or a list (one level under the heading it sits in; over a table or code it is a caption), "
+             "and in a document written without them a short line that opens a numbered step (`day 1`, `Day3: "
+             "Tuning`), two or more sharing their step word"),
+    ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
+             "Round 2, v4, Step 1, 优化技巧1; one identifier: reduce3, kernel_3; a number it opens with: `1. Naive`, "
+             "`2) Tiling`; a version tag it ends with: `Block tiling (V03)`) shared by a sibling with another "
+             "number, where one of them measures something (a heading that only opens with a number: where it "
+             "measures or says an outcome, never `1. Introduction`); its Problem / Solution / Results subsections "
+             "(and titles repeated under sibling steps, and bold subheadings) right under its text are parts of "
+             "it: their measurements are the step's"),
+    ("unit", "list items naming numbered steps, two or more of one kind (`- Level 03 (11 TFLOPs): shared memory`); "
+             "else three or more items of one list that each state one measurement in one metric (`2. Fused "
+             "kernel: 14.8 us`); else, outside a step and future work, named items (`- **CUDA graphs**: ...`) two or "
+             "more of which measure a change (a pair, a ratio, a figure with an outcome), each item that measures "
+             "one or says how it went, compared within itself (not names of effects: `Higher occupancy`, nor "
+             "estimates); three or more lines in a row, in text or program output, naming variants with their "
+             "measure (`naive: 12.3 ms`), chained"),
+    ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
+             "512 tokens/s`) or a code block of program output with one run's `name: value unit` line (a line "
+             "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines, and the lines under a heading "
+             "line naming cuBLAS, are references; its one run under a heading line otherwise): from "
+             "where the previous step ended (after one paragraph of comment on it) to the measurement, plus one "
+             "paragraph of comment (not one that introduces the next measurement); headings, `---` and units of "
+             "their own bound it; a section's one measured step starts at its heading and takes its title; "
+             "`Before: 1.2 ms` / `After: 0.9 ms` lines are one pair"),
+    ("unit", "three or more sibling sections that each report one measurement in the metric most of them use (beside "
+             "figures in others: `12 TFLOPS (30% of peak)`), no results table among them (a tutorial without step "
+             "numbers), and their own subsections; two or more sections whose headings a results table's rows name "
+             "by their words (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`), measured by those rows"),
+    ("unit", "results tables (a delimiter row of one dash a cell opens one too) are progressions: rows naming variants (a name, `3: Tiling`, a step-number column with "
+             "the name beside it, a setting under a parameter heading: `Tile size 128`; not problem sizes: `4096`, "
+             "`M=1024`, `gemm N7168 K16384`) that are new to the document (not a recap with the same figures; the "
+             "same names measured anew, an fp16 table after the fp32 one, are), in any section but those on "
+             "hardware, theory, profiles, targets, setup and estimates (a summary or conclusion only in a document "
+             "with no other steps; a document's title section when no heading stands under it): in a step's own "
+             "table, that step's "
+             "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps: the "
+             "library opens the row's name or the name is three words or fewer); "
+             "inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row "
+             "or rows naming steps; one in a section of its own, the step its text up to the table describes (a "
+             "section with several such tables is cut at them, and its text after the last one, when it measures "
+             "a change of its own, is the next step); not a breakdown (a Total row, a numeric Diff column), a "
+             "column of estimates or of mixed units. A table with a before and an after column whose rows name "
+             "different ops: a step per row, its own pair. Rows of sizes under columns of variants (`| Size | "
+             "Naive | Tiled |`): a step per column over the sizes. Variants across and measures down: read the "
+             "usual way round. A table whose headings name no unit takes the one its introduction names "
+             "('runtime in microseconds:', 'Reporting TFLOPS')"),
+    ("unit", "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
+             "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
+             "record ends before the first record inside it, and a section left with nothing but its heading is "
+             "none"),
+    ("unit", "a section with a `**Verdict:**` line (a written record, never a step of a progression); one in "
+             "`brain record`'s format (its Verdict, Problem and Techniques lines) is read field by field as written, "
+             "by none of the rules below"),
+    ("unit", "a section scoring >= 3 (attempt word in its heading +2, labelled field +1 each, a before -> after "
+             "figure with a direction +3, a verdict word +1); a section (not the document's lead) whose own text "
+             "states a before -> after pair or a ratio, or says what its author did ('we use', 'I added') and "
+             "states a measurement or an outcome ('faster', 'no gain'; not a purpose: 'to improve', 'may hurt'); "
+             "a child of an Optimizations / Attempts heading, or a subsection that says what was done beside a "
+             "sibling that is a record"),
+    ("unit", "items under a heading that lists the optimizations applied (`Optimization Method`, `Optimizations`, "
+             "`Techniques`), named in bold or before a colon (`- Tiling: 256 x 128 blocks`), three or more: an "
+             "attempt each, measured or not"),
+    ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
+             "targets / opportunities, possible / further improvements, ideas, roadmap); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
+             "issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
+             "`Action:` / `Next:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
+             "`(TODO)`, `(coming soon)`"),
+    ("unit", "items under a Tried and dropped / dead ends heading, or introduced by 'things I tried that did not "
+             "work:'; named items (`- **Cache hints:** ...`) introduced as the techniques / optimizations / "
+             "improvements applied ('we employ the following techniques:'), and the paragraphs beside them that "
+             "measure a change"),
+    ("unit", "items under a Bugs / issues found / pitfalls / what went wrong heading: the bug, or (Fixed ..., the fix) its fix; "
+             "a 'Bug:' / 'found a bug' paragraph in a progression"),
+    ("unit", "two or more paragraphs of one section that each say what was changed and measure it (a pair, a "
+             "ratio): a record each; a dead end, tried change or bug that opens a step's text, the only one "
+             "there, is the step's (it lends the step its outcome)"),
+    ("unit", "a paragraph opening with 'Tried' / 'I tried' (with the paragraphs after it that only say how it went); "
+             "in a progression or a future-work section, a dead-end paragraph (an attempt verb and 'did not "
+             "help', 'performs worse', 'negate the benefits') and a paragraph proposing further work ('in the "
+             "future', 'it would make sense to', 'in the next post we')"),
+    ("unit", "a document that pitches one change (Contestant / Proposal / Pitch / RFC title) and measures none: one "
+             "record for the whole document"),
+    ("unit", "never by score: sections on references, appendix, setup, background, summary, rules, how-to, "
+             "profiles, evidence and the like, nor anything under them; the document's title colours nothing "
+             "under it"),
+    ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a (from b)`, `a, down from b`, `a / b vs c "
+                "/ d`, `A ... improvement over "
+                "the B` (B a previous version, not a library); a unitless pair borrows a time unit written near it "
+                "unless a noun follows it (`909 SASS instructions`); a pair whose sentence names cuBLAS, torch or "
+                "the reference kernel before it is that library's figure"),
+    ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`, `the FOM improved by "
+                "68%`, `reduces the sampling time by 50%`, `throughput went up by 18%`, `slower (~2%)`: before 1, "
+                "after the ratio, unit x; a time that moved by a ratio is lower-is-better; N% slower is 1 - N/100) "
+                "only where no absolute figure compares, and not when the sentence compares with a library"),
+    ("figures", "a number with a performance unit outside any pair is a state (what this version measures) unless "
+                "its clause names a reference: cuBLAS, torch, peak, theoretical, SOL, 'up to', an estimate, a "
+                "budget (not its own `(3% of peak)`)"),
+    ("figures", "tables: a before and an after column (per row, per `·` value; beside a Baseline column, the last "
+                "column in its unit naming no library is the after one); two configuration columns and a Diff "
+                "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
+                "Baseline table joined by key; tab-separated columns are a table too; an HTML table's header is its rows up to the first holding a "
+                "number, spans spread and each column's headings joined (`Time (us) CU Baseline`)"),
+    ("figures", "program output that names each version on a line of its own and measures it on the next "
+                "(`KERNEL 2`, then `... performance: (488.5) TFLOPS`), three or more in a row, is a results table "
+                "(a line giving a time and a rate is read by its rate); its rows, like a summary table's, join the "
+                "sections and the list items (`* Kernel 2:`) that describe those steps and measure nothing themselves"),
+    ("figures", "numbered steps that each measure themselves against the same original baseline (`| Baseline | "
+                "Opt 3 |`, then `| Baseline | Opt 4 |`) are measured against the step before (its after)"),
+    ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
+                "with the baseline its table names (the Baseline row of its group, `x-direction: Baseline` for "
+                "`x-direction: VEC_LEN=2`; else the table's Baseline row (baseline / reference / shipped / default "
+                "/ stock), each option against it, but `+ X` rows, versions numbered after an unnumbered "
+                "baseline and rows that each beat the row above them (3 or more, after an unnumbered baseline) "
+                "build on each other; else the row before it in the order the steps were made: by their "
+                "step numbers when each row has its own, so a table sorted by speed still chains by step, else as "
+                "listed, a variant row (`V02 Vectorized`, its name extending an earlier row's) measured against "
+                "that row and passed over by the next version); a column heading's metric (`TPS/User`) gives "
+                "unitless cells their direction; a step introduced as the baseline / reference, the first row of a table and the first "
+                "output line of a run start a chain; a measurement "
+                "equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating the previous "
+                "step's figure is not this step's"),
+    ("figures", "a results table's deciding column: one in a single unit before one whose cells change unit "
+                "(`2.08s`, `32.52ms`), an absolute measure before a ratio, then the metric the "
+                "document's prose quotes most (columns of the same metric and unit are shapes of it where their "
+                "headings name sizes, `M=1024 (us)`; `Effective | Achieved bandwidth` are two measures); a "
+                "summary row joins a step by name (Kernel 4, kernel_4, kernel4, a function the step defines, "
+                "`4: ...` for step 4) where the step's text gives no figure or a ratio; a summary table is a "
+                "progression too: the row above the step's row (or the table's Baseline row) is its baseline"),
+    ("figure", "the deciding figure, first in figures: a Total / overall / end-to-end row; else a figure the "
+               "document's lead or summary headlines (same before and after) or measured at the size its lead "
+               "names; else the record's one figure of its most common metric (absolute before ratios); else the "
+               "median over shapes (median of befores, median of afters: `median of N shapes`), leaving out a "
+               "shape whose unit changes along the progression"),
+    ("metric", "from the unit: us, ms, ns, s, cycles latency (lower is better); GFLOP/s, TFLOP/s, tokens/s, "
+               "TPS/user throughput; GB/s, TB/s bandwidth; % of peak / SOL / target percent-of-peak; % of cuBLAS "
+               "/ torch percent-of-reference; x speedup (higher is better); else other (no direction). Column "
+               "headings name units too: Time (ms), 带宽(GB/s), Speedup, 加速比"),
+    ("verdict", "a `**Verdict:**` line; proposed for future-work items, TODO lines and pitch documents; failed for "
+                "a bug"),
+    ("verdict", "the deciding figure by its direction: a change under 2% (3% with a no-gain phrase) is neutral, "
+                "unless every shape that moved beyond 2% moved one way; else improved / regressed"),
+    ("verdict", "a step measured with nothing before it: the outcome its heading says ('slower everywhere'), else "
+                "inconclusive"),
+    ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "
+                "a progression's step, nor text that says what its author did); in a dead-end list or a tried "
+                "paragraph a no-gain phrase -> neutral, failure words -> failed; a no-gain phrase -> neutral; crash "
+                "/ hang / wrong results / precision / bug / 'doesn't fit' words alone -> failed; more regression "
+                "than improvement words -> regressed; improvement words -> improved (not words of purpose or "
+                "possibility: 'to improve', 'may hurt', 'improving'); a dead-end list's item -> neutral; else "
+                "inconclusive ('accuracy is unchanged' says nothing of speed)"),
+    ("scope", "gpu, dtype, shape: the deciding figure's size, else the first mention in the record's text, then in "
+              "each heading up its path, else the one the document names most (a GPU model before an "
+              "architecture; a dtype in code counts too; 3-d sizes before 2-d ones, which may be tiles)"),
+    ("title", "the heading, list item, row (with its table's text column) or introducing sentence; a heading written "
+              "as a sentence ('I Was Wrong. Here's Why.') gives way to an empty heading just above it, else its "
+              "parent, with the change"),
+    ("label", "a figure's label: the key of its `key: value` item, else the size its sentence names, else a short "
+              "name just before it; a generic one (Time, Throughput, shape 2) gives way to the scope's shape"),
+    ("problem", "`**Problem:**` line; else mentions in the record's title, its text, its heading path, the document "
+                "title, then the document as a whole (a problem with 60% of its mentions); dual_gemm, group_gemm "
+                "and gemv before gemm; else none"),
+    ("techniques", "taxonomy tags of the title, hypothesis and change (else of the record's first 300 characters), "
+                   "without architecture, format and problem tags"),
+    ("hypothesis", "`Hypothesis:` / `Expected ...:` / `Estimate:` line, an expected-gain table column or `(N% impact)`, "
+                   "a quoted claim with a figure, else the first speculative sentence of a proposal"),
+    ("change", "`Change(s):` / `Attempted:` line with what follows, a before/after table's column headings, the text "
+               "after `Tried ...:`, else the first sentence of a child of an Optimizations heading"),
+    ("lesson", "`Lesson(s) learned:` / `Learning:` / `The lesson:` / `Takeaway:` line, else `Fix:`; a document "
+               "with one measured record lends it its lesson line"),
+]
+
+
+def rules_markdown() -> str:
+    """docs/attempts-rules.md, printed from RULES."""
+    out = ["# Attempt extraction rules", "",
+           "How `brain/attempts/extract.py` turns a worklog into attempt records, rule by rule. The `unit` rows say",
+           "what becomes a record (all of them apply); for every other field the rows are in the order they apply",
+           "and the first that applies wins.", "",
+           "Printed from `RULES` in `brain/attempts/rules.py` by",
+           "`python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md`;",
+           "tests/test_attempts.py keeps the two equal. The same script measures the rules against hand labels",
+           "(the seven shipped worklogs by default, `--set worklogs` for the public kernel worklogs).", "",
+           "| field | rule |", "| --- | --- |"]
+    out += [f"| {name} | {rule.replace('|', chr(92) + '|')} |" for name, rule in RULES]
+    return "\n".join(out) + "\n"
