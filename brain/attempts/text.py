@@ -121,10 +121,12 @@ STEP_LINE = re.compile(r"^\s*(?P<word>day|week|step|round|attempt|try|iteration|
 
 def _more_headings(lines: list[str], blocks: list) -> list:
     """ATX and setext headings, and the lines that work as headings in documents written without them: an HTML
-    `<h2>` line (its level), a line that is all bold (one level under the heading it sits in), and a line that
-    opens a numbered step (`day 1`, `Day3: Tuning`) where two or more such lines share their step word."""
+    `<h2>` line (its level), a line that is all bold (one level under the heading it sits in), and, in a document
+    with no heading at all, a line that opens a numbered step (`day 1`, `Day3: Tuning`) where two or more such
+    lines share their step word."""
     from brain.chunking.sections import Block
-    words = [m.group("word").lower() for b in blocks if b.kind == "prose" and (m := STEP_LINE.match(lines[b.start]))]
+    words = [] if any(b.kind == "heading" for b in blocks) else [
+        m.group("word").lower() for b in blocks if b.kind == "prose" and (m := STEP_LINE.match(lines[b.start]))]
     out, level = [], 0
     for n, b in enumerate(blocks):
         if b.kind == "heading":
