@@ -364,6 +364,38 @@ def test_step_lines_open_sections_in_a_document_without_headings_and_tab_separat
     assert not T.sections(["day 1", "We ran it once."], ".md")[1:]  # one step line alone is a sentence
 
 
+KEYED_LOG = """# cuda-sgemm
+
+Running log:
+
+```
+Kernal = naiveSgemm
+Max Error = 0.000046
+M N K =    512    512   1024, Time =   0.00215 s, AVG Performance =   231.5 Gflops
+M N K =   1024   1024   1024, Time =   0.00845 s, AVG Performance =   236.4 Gflops
+M N K =   2048   2048   1024, Time =   0.03369 s, AVG Performance =   237.4 Gflops
+
+Kernal = mySgemmV1Aligned
+Max Error = 0.000046
+M N K =    512    512   1024, Time =   0.00023 s, AVG Performance =  2126.2 Gflops
+M N K =   1024   1024   1024, Time =   0.00088 s, AVG Performance =  2248.1 Gflops
+M N K =   2048   2048   1024, Time =   0.00309 s, AVG Performance =  2581.0 Gflops
+
+Kernal = mySgemmV2Aligned
+Max Error = 0.000046
+M N K =    512    512   1024, Time =   0.00022 s, AVG Performance =  2200.0 Gflops
+M N K =   1024   1024   1024, Time =   0.00087 s, AVG Performance =  2300.0 Gflops
+M N K =   2048   2048   1024, Time =   0.00300 s, AVG Performance =  2600.0 Gflops
+```
+"""
+
+
+def test_a_log_naming_each_kernel_with_a_line_per_size_is_read_by_the_median_rate():
+    recs = {r.title: r for r in extract(KEYED_LOG, "w.md", "t")}
+    assert fig(recs["mySgemmV1Aligned"]) == (236.4, 2248.1, "GFLOP/s")
+    assert fig(recs["mySgemmV2Aligned"]) == (2248.1, 2300.0, "GFLOP/s")
+
+
 def test_a_search_hit_carries_the_attempt_it_overlaps(make_brain, tmp_path):
     """`brain search` answers "has anyone tried X" too: a hit names the record holding most of its lines, with its
     verdict and deciding figure."""

@@ -110,9 +110,10 @@ RULES = [
                 "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
                 "Baseline table joined by key; tab-separated columns are a table too; an HTML table's header is its rows up to the first holding a "
                 "number, spans spread and each column's headings joined (`Time (us) CU Baseline`)"),
-    ("figures", "program output that names each version on a line of its own and measures it on the next "
-                "(`KERNEL 2`, then `... performance: (488.5) TFLOPS`), three or more in a row, is a results table "
-                "(a line giving a time and a rate is read by its rate); its rows, like a summary table's, join the "
+    ("figures", "program output that names each version on a line of its own (`KERNEL 2`, `Kernel = naive`) and "
+                "measures it on the lines after (`... performance: (488.5) TFLOPS`; one line per size: their "
+                "median), three or more in a row, is a results table (a line giving a time and a rate is read by "
+                "its rate; the same versions measured again are another table); its rows, like a summary table's, join the "
                 "sections and the list items (`* Kernel 2:`) that describe those steps and measure nothing themselves"),
     ("figures", "numbered steps that each measure themselves against the same original baseline (`| Baseline | "
                 "Opt 3 |`, then `| Baseline | Opt 4 |`) are measured against the step before (its after)"),
