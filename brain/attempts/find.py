@@ -123,7 +123,8 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     # a tutorial step's own subsections (not Problem / Results parts) are steps too
     stated |= {c for k in stated for c in secs[k].children if not P.PART.match(secs[c].title) and c not in hard}
     # sections a results table's rows name (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`)
-    tabled = R.named_sections(lines, secs, hard | holding | parts | numbered | stated, doc_metrics(lines))
+    tables, metrics = R.doc_tables(lines), doc_metrics(lines)
+    tabled = R.named_sections(secs, hard | holding | parts | numbered | stated, tables, metrics)
     for k in sorted((numbered | stated | set(tabled)) - holding - parts - written):
         s = secs[k]
         end = _step_end(secs, k, parts)
@@ -149,11 +150,12 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     # a document with no heading under its title: its results tables are its progression
     titled = [k for k, s in enumerate(secs) if s.title]
     lone = titled[0] if len(titled) == 1 and titled[0] not in hard else None
-    usable |= {lone} - {None}
+    if lone is not None:
+        usable.add(lone)
     # a section that says what its author did and measures it is one attempt: its table's rows are its figures
     whole = {k for k in usable if k != lone and not RESULTS_HEAD.search(secs[k].title)
              and _states(T.prose("\n".join(lines[secs[k].body_start:secs[k].end + 1])), lines, secs[k])}
-    steps += R.table_steps(lines, secs, steps, doc_metrics(lines), usable, whole)
+    steps += R.table_steps(lines, secs, steps, tables, metrics, usable, whole)
     steps = P.chain([st for st in steps if st.section not in written])
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}

@@ -262,7 +262,7 @@ def chain(steps: list[Step]) -> list[Step]:
     prev: list | None = None
     history: list[list] = []
     keep = []
-    last: Step | None = None  # the last numbered step measured against a baseline of its own text
+    last_group, last_pairs = None, []  # the last step measured against a baseline of its own text, as written
     for st in ordered:
         if st.state and prev and _same(st.state, prev) and st.state[0].kind == "joined":
             st.state = []
@@ -274,11 +274,11 @@ def chain(steps: list[Step]) -> list[Step]:
             continue  # a named item measures itself: no link of the chain
         if st.pairs:
             own = st.pairs
-            if last is not None and st.group is not None and st.group == last.group and _rebased(own, last.pairs):
+            if st.group is not None and st.group == last_group and _rebased(own, last_pairs):
                 # every step measured against the one original baseline: its change is on top of the step before
-                st.pairs = [replace(f, before=p.after) for f, p in zip(own, last.pairs)]
+                st.pairs = [replace(f, before=p.after) for f, p in zip(own, last_pairs)]
             prev = [Fig(f.label, None, f.after, f.unit, f.metric, f.better, f.line, "state") for f in own]
-            last = replace(st, pairs=own)
+            last_group, last_pairs = st.group, own
             continue
         if not st.state:
             continue

@@ -61,9 +61,14 @@ def _sized(header: str) -> bool:
     return bool(re.search(r"\d", re.sub(r"[(\[][^)\]]*[)\]]", "", header)))
 
 
-def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_metrics: dict,
+def doc_tables(lines: list[str]) -> list[T.Table]:
+    """Every results table of a document: pipe, HTML and tab-separated tables, and program output read as one."""
+    return T.tables(lines, 0, len(lines) - 1) + _log_tables(lines)
+
+
+def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tables: list[T.Table], doc_metrics: dict,
                 usable: set[int], whole: set[int]) -> list[Step]:
-    """The steps results tables add, and the rows that join steps named elsewhere (module docstring)."""
+    """The steps results tables (doc_tables) add, and the rows that join steps named elsewhere (module docstring)."""
     seen: dict[str, Fig] = {}  # each row name an earlier table measured, with its figure
     by_name: dict[str, Step] = {}
     for st in steps:
@@ -71,7 +76,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], doc_
             by_name.setdefault(nm, st)
     out: list[Step] = []
     segments: dict[int, list[tuple[Step, T.Table]]] = {}
-    for t in T.tables(lines, 0, len(lines) - 1) + _log_tables(lines):
+    for t in tables:
         t = _transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
@@ -205,12 +210,12 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
         or all(step_name(r[1]) for r in rows if not R.library_row(r[1]))
 
 
-def named_sections(lines: list[str], secs: list[T.Section], blocked: set[int], doc_metrics: dict) -> dict[int, set]:
+def named_sections(secs: list[T.Section], blocked: set[int], tables: list[T.Table], doc_metrics: dict) -> dict[int, set]:
     """Sections whose headings the rows of a results table name, two or more (`| Shared memory tiles | 2811 |`
     for `## Shared memory tiling`): each is a step, the row its measurement. Returns section -> the rows' keys."""
     heads = {k: _words(s.title) for k, s in enumerate(secs) if k and k not in blocked and not s.excluded}
     out: dict[int, set] = {}
-    for t in T.tables(lines, 0, len(lines) - 1) + _log_tables(lines):
+    for t in tables:
         t = _transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:

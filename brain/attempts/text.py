@@ -7,6 +7,8 @@ import html
 import re
 from dataclasses import dataclass, field
 
+from brain.attempts.units import UNIT
+
 _I = re.I
 LIST_ITEM = re.compile(r"^(\s*)(?:[-*+•]|\d+[.)]|\d+ -)\s+(.*)$")
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
@@ -250,7 +252,7 @@ def _html_cells(text: str) -> list[tuple[str, str, int, int]]:
     return out
 
 
-_UNIT_ONLY = re.compile(r"^[(\[]?\s*(?:us|µs|μs|ms|ns|s|cycles|[GTP]?FLOP/?s|[GT]FLOPS|[GMT]B/s|%|x)\s*[)\]]?$", _I)
+_UNIT_ONLY = re.compile(r"^[(\[]?\s*" + UNIT + r"\s*[)\]]?$")  # a header row of units: `us`, `(GB/s)`
 
 
 def _html_header(rows: list) -> tuple[list[str], int]:
