@@ -13,15 +13,13 @@ import argparse
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from served import ROOT, free_port
 
 # Questions a kernel engineer asks; each client walks the list from its own offset so requests differ.
 QUERIES = [
@@ -72,12 +70,6 @@ def client(host: str, port: int, offset: int, stop: threading.Event, latencies: 
             conn.close()
             conn = http.client.HTTPConnection(host, port, timeout=30)
     conn.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(port: int) -> subprocess.Popen:

@@ -1,5 +1,5 @@
 """A `brain serve` on a free loopback port and the `brain` command, for the serving benches (hostile.py and its
-replays): each server gets its own BRAIN_HOME, the API key KEY and no network."""
+replays, load_search.py): each server gets its own BRAIN_HOME, the API key KEY and no network."""
 from __future__ import annotations
 
 import os
