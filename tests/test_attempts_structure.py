@@ -262,9 +262,10 @@ WORKLOG_TABLE = """# Attention in CUDA
 """
 
 
-def test_a_one_dash_delimiter_opens_a_table_and_a_column_that_changes_unit_is_passed_over():
+def test_a_one_dash_delimiter_opens_a_table_and_a_time_column_that_changes_unit_is_converted():
     recs = {r.title.split(":")[0]: r for r in extract(WORKLOG_TABLE, "w.md", "t")}
-    assert fig(recs["V3"]) == (42890.0, 11394.0, "cycles")  # not 32.52 ms -> 8.64 ms beside 2.08 s
+    assert fig(recs["V2"]) == (2080.0, 32.52, "ms")  # `2.08s` beside `32.52ms`: one measure in two units
+    assert fig(recs["V3"]) == (32.52, 8.64, "ms")
 
 
 LOGGED = """# H100 matmul

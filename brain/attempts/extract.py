@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from brain.attempts import fields as F
@@ -23,7 +23,7 @@ from brain.attempts.units import better_of, canonical, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 16  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 17  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -74,6 +74,7 @@ class _Doc:
     title: str
     text: str
     headlines: tuple  # (pairs the document leads with or sums up, problem sizes its lead names)
+    better: str | None = None  # the direction of the figure of merit the document quotes most
 
 
 def _headlines(lines: list[str], secs: list) -> tuple:
@@ -101,7 +102,9 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
     secs = T.sections(lines, suffix)
     find.flag(secs)
     doc_title = next((s.title for s in secs if s.level == 1), secs[1].title if len(secs) > 1 else "")
-    doc = _Doc(lines, secs, doc_title, "\n".join(lines), _headlines(lines, secs))
+    merit = find.doc_metrics(lines).most_common(1)
+    doc = _Doc(lines, secs, doc_title, "\n".join(lines), _headlines(lines, secs),
+               better_of(merit[0][0]) if merit else None)
     records = [_written(doc, u, source, corpus) or _record(doc, u, source, corpus) for u in find.units(lines, secs)]
     measured = [r for r in records if r.verdict not in ("proposed",) and not r._explicit]
     pitch = not measured and PITCH_DOC.search(doc_title or "") or (not records and PITCH_DOC.search(doc.text[:2000]))
@@ -171,6 +174,8 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
         figs = []
     elif u.step is not None:
         figs = _step_figures(u.step)
+    elif u.start == u.end and lines[u.start].lstrip().startswith("|"):  # a table row: the figures in its cells
+        figs = [replace(f, line=u.start) for f in text_figures([" ; ".join(T.cells(lines[u.start]))], 0, 0, states=False)]
     else:
         figs = tfigs + [f for f in text_figures(lines, u.start, u.end, states=False)]
     figs = [f for f in figs if f.before is not None]
@@ -187,6 +192,8 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
             verdict = "failed"  # a bug found: what it broke failed; its fix is a record of its own
         elif dec is not None:
             verdict = figure_verdict(dec, group, bool(F.NEUTRAL.search(prose)))
+        elif F.signed_verdict(u.title, doc.better):
+            verdict = F.signed_verdict(u.title, doc.better)  # `### 4. Manual unroll (-6%)`
         elif u.step is not None and u.step.state and not u.step.before:
             # measured, with nothing before it to compare against: what its heading says of it, else inconclusive
             verdict = F.word_verdict(u.title, False, "tried") if u.step.kind == "section" else "inconclusive"

@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 from brain.attempts import text as T
+from brain.attempts.units import better_of, canonical, metric_of
 from brain.taxonomy import detect_tags
 
 _I = re.I
@@ -169,6 +170,25 @@ def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
     if better:
         return "improved"
     return hint if hint in ("neutral", "failed") else "inconclusive"
+
+
+SIGNED = re.compile(r"(?<![\w.])([+\-−])(" + T.NUMBER + r")\s*(%|[A-Za-z/µμ]+)(?!\w)")
+
+
+def signed_verdict(title: str, doc_better: str | None) -> str | None:
+    """The verdict a heading's signed change gives (`(+0.5 TFLOPS)`, `(-28% on 8192)`): its sign in the
+    direction of its unit; a bare percentage in the direction of the document's figure of merit."""
+    m = SIGNED.search(title or "")
+    if not m:
+        return None
+    unit = canonical(m.group(3))
+    better = doc_better if unit == "%" else better_of(metric_of(unit), unit)
+    if better not in ("higher", "lower") or (unit != "%" and metric_of(unit) == "other"):
+        return None
+    if T.num(m.group(2)) == 0:
+        return "neutral"
+    up = m.group(1) == "+"
+    return "improved" if up == (better == "higher") else "regressed"
 
 
 def speculative_sentence(text: str) -> str:

@@ -258,6 +258,8 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
             metric = metric_of(unit, text[m.end() - 1:m.end() + 30] if unit == "%" else "")
             if metric in ("other", "speedup") or not free(m.start(), m.end()):
                 continue
+            if re.search(r"(?<![\w.])[+\-−]$", text[max(0, m.start(1) - 2):m.start(1)]):
+                continue  # `(+0.5 TFLOPS)`: a change, not what a version measures
             if _is_reference(text, m.start(), m.end(), unit):
                 continue
             f = make(_shape(_sentence(text, m.start())), None, T.num(m.group(1)), unit, blk.line(m.start()), "state",

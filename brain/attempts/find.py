@@ -12,8 +12,8 @@ from brain.attempts import progressions as P
 from brain.attempts import results as R
 from brain.attempts import segments as S
 from brain.attempts import text as T
-from brain.attempts.fields import DONE, FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact, says_outcome
-from brain.attempts.figures import text_figures
+from brain.attempts.fields import SIGNED, DONE, FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact, says_outcome
+from brain.attempts.figures import make, text_figures
 from brain.attempts.tables import table_figures
 
 _I = re.I
@@ -50,6 +50,10 @@ TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|n
                   r"follow-?up)[*_]{0,2}\s*:)[*_]{0,2}\s*(.+)$")
 # a list item marked as not done yet: `- [Utilizing Tensor Cores](#) [TBA]`, `- FP8 path (coming soon)`
 MARKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+?)\s*[\[(]\s*(?:TBA|TBD|TODO|WIP|coming soon|planned)\s*[\])]\s*$", _I)
+REVERTED_HEAD = re.compile(r"\b(fail\w*|revert\w*|reject\w*|abandon\w*|unsuccessful|dropped|dead[- ]ends?)\b|"
+                           r"did(n't| not) (work|help)", _I)
+COMPARED = re.compile(r"\b(than|vs\.?|versus|over|from|against|relative to|compared (to|with))\s+(the\s+)?"
+                      r"(baseline|reference)\b", _I)  # `(6.77x faster than baseline)`: a step measured against it
 GAIN_COL = re.compile(r"expected|gain|speed-?up|impact|estimate|budget|potential|upper bound|headroom", _I)
 
 
@@ -128,7 +132,8 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     for k in sorted((numbered | stated | set(tabled)) - holding - parts - written):
         s = secs[k]
         end = _step_end(secs, k, parts)
-        figs = text_figures(lines, s.body_start, end) + table_figures(lines, s.body_start, end)[0]
+        # a heading can carry the step's measurement (`### STEP 3: BANK CONFLICTS: 9.386 ms (2.5x faster)`)
+        figs = text_figures(lines, s.start, end) + table_figures(lines, s.body_start, end)[0]
         names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end) | tabled.get(k, set())
         nm = P.heading_step(s.title)
         if nm:
@@ -136,10 +141,12 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         state = [f for f in figs if f.before is None and f.kind == "state"][:1]
         pairs = [f for f in figs if f.before is not None and f.kind != "ratio"]
         st = P.Step("section", s.title, s.start, end, k, names, state, pairs,
-                    bool(re.search(r"\b(baseline|reference)\b", s.title, _I)))
+                    bool(re.search(r"\b(baseline|reference)\b", s.title, _I)) and not COMPARED.search(s.title))
         st.ratios = [f for f in figs if f.kind == "ratio"][:1]  # "This doubles the performance"
         st.group = (s.parent, nm[0]) if k in numbered and nm else None
+        st.options = s.parent > 0 and bool(REVERTED_HEAD.search(secs[s.parent].title))
         steps.append(st)
+    _bare_heading_numbers(lines, [st for st in steps if st.kind == "section" and st.group is not None])
     # a section that reads as one attempt by itself keeps its table's rows as its figures
     # (a "Results" / "Benchmarks" heading names where the steps' figures are, not one attempt)
     usable = {k for k, s in enumerate(secs) if k not in hard and not s.parent_attempts
@@ -158,10 +165,12 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     steps += R.table_steps(lines, secs, steps, tables, metrics, usable, whole)
     steps = P.chain([st for st in steps if st.section not in written])
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
-    measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios)}
+    signed = {id(st) for st in steps if st.kind == "section" and SIGNED.search(st.title)}  # `(+0.5 TFLOPS)`
+    measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios
+                                                                      or id(st) in signed)}
     # a heading that only opens with a number ("3. Profiling") is a step where it measures or reports an outcome
     steps = [st for st in steps if st.kind != "section" or st.group is None or (st.group in measured and (
-        st.group[1] != "#" or st.state or st.pairs or st.ratios
+        st.group[1] != "#" or st.state or st.pairs or st.ratios or id(st) in signed
         or says_outcome(T.prose("\n".join(lines[st.start:st.end + 1])))))]
     dropped = numbered - {st.section for st in steps}
     parts -= {c for k in dropped for c in secs[k].children}
@@ -200,6 +209,45 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     out = [u for u in out if u.kind not in ("section", "explicit") or any(
         lines[i].strip() and not T.BREAK.match(lines[i]) for i in range(u.start + 1, max(u.end, u.cite_end) + 1))]
     return sorted(out, key=lambda u: (u.start, -u.end))
+
+
+BARE_NUMBER = re.compile(r"[:：\-–—]\s*(" + T.NUMBER + r")\s*(?:\(|$)|[^\W\d_]\s+(\d+\.\d+)\s*\(")
+
+
+def _bare_heading_numbers(lines: list[str], steps: list) -> None:
+    """A numbered heading that ends in a bare number (`### STEP 4: UNCOALESCING: 9.360 (no gain)`) while its
+    siblings' headings give theirs with a unit (`: 9.386 ms`): the number is in that unit."""
+    groups: dict = {}
+    for st in steps:
+        groups.setdefault(st.group, []).append(st)
+    for group in groups.values():
+        units = {f.unit for st in group for f in st.state if f.line == st.start}
+        if len(units) != 1:
+            continue
+        unit = units.pop()
+        for st in group:
+            m = BARE_NUMBER.search(lines[st.start])
+            if not st.state and not st.pairs and m:
+                st.state = [make("", None, T.num(m.group(1) or m.group(2)), unit, st.start, "state")]
+
+
+CHANGE_COL = re.compile(r"^\W*(changes?|optimi[sz]ations?|techniques?|attempts?|ideas?|experiments?|tried|what|"
+                        r"modifications?|approach(es)?|tricks?)\W*$", _I)
+OUTCOME_COL = re.compile(r"\b(results?|outcomes?|effects?|impact|verdict|status|gains?|speed-?up|delta|improvement|"
+                         r"why)\b", _I)
+
+
+def _change_rows(lines: list[str], s: T.Section, k: int) -> list[Unit]:
+    """A table of changes and how each went (`| Change | Result | Why |`, `| Optimization | Impact |`): a record
+    per row, its outcome in words or figures in its cells (not a table of estimates)."""
+    hint = "neutral" if DROPPED.search(s.title) or REVERTED_HEAD.search(s.title) else "tried"
+    out = []
+    for t in T.tables(lines, s.body_start, s.end):
+        if CHANGE_COL.match(T.clean(t.header[0])) and any(OUTCOME_COL.search(h) for h in t.header[1:]) \
+                and not any(R.ESTIMATE_COL.search(h) for h in t.header):  # `Typical speedup`: no measurement
+            out += [Unit("tried", T.clean(c[0])[:90], s.path, line, line, sec=k, hint=hint)
+                    for line, c in t.rows if T.clean(c[0])]
+    return out
 
 
 def _siblings(lines: list[str], secs: list[T.Section], units: list[Unit], blocked: set[int]) -> list[Unit]:
@@ -298,6 +346,9 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
                 out.append(Unit("tried", S._title(text), s.path, a, b, sec=k,
                                 hint="neutral" if NO_GAIN_HEAD.search(s.title) else ""))
         return _dedupe(out)
+    rows = [] if covered else _change_rows(lines, s, k)
+    if rows:
+        return _dedupe(out + rows)
     for i in range(s.body_start, s.end + 1):
         m = TODO.match(lines[i]) or MARKED.match(lines[i])
         if m and i not in taken:

@@ -14,11 +14,13 @@ from brain.attempts.segments import KEYLINE, OUTLINE, REFERENCE_KEY, out_figures
 from brain.attempts.units import UNIT
 
 _I = re.I
-NAME = re.compile(r"^\W*(?P<prefix>(?:[a-z]+[ _-]?){0,2}?[a-z\u4e00-\u9fff]+?)[ _#-]*(?P<n>\d{1,3})(?P<sub>[a-z])?"
+NAME = re.compile(r"^\W*(?P<prefix>(?:[a-z]+[ _-]?){0,2}?[a-z\u4e00-\u9fff]+?)[ _#-]*(?P<n>\d{1,3})(?:(?P<sub>[a-z])|-(?P<dash>\d{1,2}))?"
                   r"(?![\d.x×/]|\s*[x×]\s*\d)", _I)
 STEP_WORDS = {"kernel", "version", "ver", "v", "step", "optimization", "optimisation", "opt", "level", "round",
               "attempt", "iteration", "iter", "experiment", "exp", "phase", "trial", "try", "variant", "milestone",
               "rev", "revision", "pass", "take", "stage", "day", "优化", "优化技巧", "技巧", "版本", "步骤", "第"}
+ALIASES = {"v": "version", "ver": "version", "opt": "optimization", "optimisation": "optimization",
+           "iter": "iteration", "exp": "experiment", "rev": "revision"}
 NOT_STEP = {"figure", "fig", "table", "section", "test", "case", "config", "configuration", "shape", "question",
             "note", "sidenote", "footnote", "issue", "appendix", "listing", "example", "eq", "equation", "rule",
             "lesson", "takeaway", "part", "chapter", "fp", "bf", "int", "uint", "sm", "h", "a", "b", "mi", "gb",
@@ -47,6 +49,7 @@ class Step:
     ratios: list = field(default_factory=list)  # "2.2x faster": used where nothing absolute compares
     group: tuple | None = None  # numbered headings: (parent, step word)
     table_before: list | None = None  # a joined summary row: the row above it
+    options: bool = False  # numbered under "Failed optimizations (all reverted)": each against one baseline
 
 
 def step_name(title: str) -> tuple[str, int, str] | None:
@@ -61,7 +64,9 @@ def step_name(title: str) -> tuple[str, int, str] | None:
         and not re.search(r"(fp|bf|int|e\dm|sm|gfx)$", prefix)  # reduce3, kernel_3; not CastToFP8
     if prefix in NOT_STEP or len(prefix) > 24 or not (prefix in STEP_WORDS or attached):
         return None
-    return prefix, int(m.group("n")), (m.group("sub") or "").lower()
+    prefix = ALIASES.get(prefix, prefix)  # `v2 (...)` in a table names `## Version 2 - ...`
+    sub = (m.group("sub") or "").lower() or (f"-{m.group('dash')}" if m.group("dash") else "")  # V3-1
+    return prefix, int(m.group("n")), sub
 
 
 def heading_step(title: str) -> tuple[str, int, str] | None:
@@ -274,7 +279,7 @@ def chain(steps: list[Step]) -> list[Step]:
             continue  # a named item measures itself: no link of the chain
         if st.pairs:
             own = st.pairs
-            if st.group is not None and st.group == last_group and _rebased(own, last_pairs):
+            if st.group is not None and st.group == last_group and not st.options and _rebased(own, last_pairs):
                 # every step measured against the one original baseline: its change is on top of the step before
                 st.pairs = [replace(f, before=p.after) for f, p in zip(own, last_pairs)]
             prev = [Fig(f.label, None, f.after, f.unit, f.metric, f.better, f.line, "state") for f in own]
@@ -353,7 +358,9 @@ def stated_siblings(lines: list[str], secs: list[T.Section], blocked: set[int]) 
         # the measure most of them state (`5.1 TFLOPS` beside `30% of peak`): each states it once
         metrics = [m for _, ms in stating for m in set(ms)]
         top = max(dict.fromkeys(metrics), key=metrics.count) if metrics else None
-        members = [k for k, ms in stating if ms.count(top) == 1]
+        members = [k for k, ms in stating if ms.count(top) >= 1]
+        if 2 * sum(ms.count(top) == 1 for _, ms in stating) < len(members):
+            members = []  # most of them state it once (a section may add a variant's figure)
         span = [k for k in kids if members and members[0] <= k <= members[-1]]
         tabled = any(T.tables(lines, secs[k].body_start, secs[k].last) for k in span)
         if len(members) >= 3 and not tabled:

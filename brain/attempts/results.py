@@ -10,14 +10,14 @@ elsewhere (a summary table) joins that step.
 from __future__ import annotations
 
 import re
-import statistics
 
 from brain.attempts import rows as R
+from brain.attempts.logs import log_tables
 from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
-from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, cell_unit
-from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit, metric_of
+from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, TIME_SCALE, cell_number, cell_unit, cell_value
+from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit
 
 _I = re.I
 # sections whose tables describe the hardware, a profile or a target: no variants measured
@@ -50,10 +50,23 @@ def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | Non
         metric = header_metric(header[c], unit)
         if metric == "other" or not any(c < len(r) and cell_number(r[c]) is not None for _, r in rows):
             continue
-        mixed = not header_unit(header[c]) and len({m.group(1).lower() for _, r in rows if c < len(r)
-                                                    for m in [re.search(r"\d\s*([^\W\d_]+)", r[c])] if m}) > 1
-        cands.append((mixed, metric == "speedup", -doc_metrics.get(metric, 0), c))
+        written = _written_units(rows, c)
+        # `2.08s` and `32.52ms` in one column are one measure in two units (cell_value converts them)
+        mixed = not header_unit(header[c]) and len(written) > 1 and not all(canonical(u) in TIME_SCALE for u in written)
+        # a rate (GFLOP/s, GB/s) is what a table that also gives the time was made to show
+        cands.append((mixed, metric == "speedup", -doc_metrics.get(metric, 0),
+                      {"throughput": 0, "bandwidth": 0, "latency": 1}.get(metric, 2), c))
     return min(cands)[-1] if cands else None
+
+
+def _written_units(rows: list, c: int) -> set[str]:
+    return {m.group(1).lower() for _, r in rows if c < len(r) for m in [re.search(r"\d\s*([^\W\d_]+)", r[c])] if m}
+
+
+def _times(t: T.Table, c: int) -> bool:
+    """Is a column's every written unit a time (`2.08s`, `32.52ms`)?"""
+    written = _written_units(t.rows, c)
+    return bool(written) and all(canonical(u) in TIME_SCALE for u in written)
 
 
 def _sized(header: str) -> bool:
@@ -63,7 +76,7 @@ def _sized(header: str) -> bool:
 
 def doc_tables(lines: list[str]) -> list[T.Table]:
     """Every results table of a document: pipe, HTML and tab-separated tables, and program output read as one."""
-    return T.tables(lines, 0, len(lines) - 1) + _log_tables(lines)
+    return T.tables(lines, 0, len(lines) - 1) + log_tables(lines)
 
 
 def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tables: list[T.Table], doc_metrics: dict,
@@ -101,8 +114,11 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
             and _sized(t.header[c]) and _sized(t.header[col]))]
         rows = []
         for line, c in t.rows:
-            v = cell_number(c[col]) if col < len(c) else None
+            v = cell_value(c[col], unit) if col < len(c) else None
             name = _row_name(t.header[0], c[0], c)
+            named_unit = re.search(r"\((" + UNIT + r")\)", name)
+            if named_unit and canonical(named_unit.group(1)) != unit:
+                continue  # `Reference (TFLOPs)` under a column of %: the row the percentages are of
             if v is not None and name:
                 rows.append((line, name, norm(name), v, c))
         if not rows:
@@ -110,7 +126,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
         def figs(r, kind="row") -> list[Fig]:
             out_ = []
             for n, c in enumerate(cols):
-                v = cell_number(r[4][c]) if c < len(r[4]) else None
+                v = cell_value(r[4][c], unit) if c < len(r[4]) else None
                 if v is not None:
                     h = t.header[c]
                     f = make(T.clean(re.sub(r"\s*[(\[][^)\]]*[)\]]", "", h)) if len(cols) > 1 else r[1], None, v,
@@ -124,8 +140,10 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
 
         # a row is new unless an earlier table measured it the same (a recap); the same names measured anew
         # (an fp16 table after the fp32 one) are steps again
-        new = [r for r in rows if r[2] not in seen or not close(figs(r)[0], seen[r[2]])]
-        bases = [r for r in rows if R.BASE_ROW.search(r[1])]
+        # (the same rows in another measure, `% of peak` after `GB/s`, are another view of the same steps)
+        new = [r for r in rows if r[2] not in seen or (seen[r[2]].metric == figs(r)[0].metric
+                                                         and not close(figs(r)[0], seen[r[2]]))]
+        bases = [r for r in rows if R.BASE_ROW.search(r[1]) and not R.library_row(r[1])]  # a library is a reference
 
 
         order = R.chain_order(rows)
@@ -146,7 +164,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
         # rows naming a step told elsewhere: a section, or a list item that measures nothing itself
         joins = {k for k, st in by_name.items() if st.kind == "section" or (
             st.kind == "item" and not st.pairs and all(f.kind == "joined" for f in st.state))}
-        variants = [r for r in new if r[2] not in joins and not R.BASE_ROW.search(r[1]) and not R.library_row(r[1])]
+        variants = [r for r in new if not (row_keys(r[1]) & joins) and not R.BASE_ROW.search(r[1]) and not R.library_row(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
                 and (step_name(variants[0][1]) or befores[id(variants[0])]) \
                 and not any(st.section == sec and st.kind != "segment" for st in steps + out):
@@ -170,6 +188,9 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line,
                           baseline=befores[id(r)] is None)  # a first row starts the table's chain
                 st.before = befores[id(r)]
+                item = _described(lines, r[1], t)
+                if item:  # the list item that says what the row's variant changed is where its record is
+                    st.start, st.end = item
                 out.append(st)
             continue
         for r in rows:
@@ -189,6 +210,23 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
     return out
 
 
+def _described(lines: list[str], name: str, t: T.Table) -> tuple[int, int] | None:
+    """The one list item outside the table that opens with a row's name (`2. device_transpose_v1：读操作...`,
+    `- **kernel_3**: shared memory`): where the variant the row measures is described."""
+    name = T.clean(name)
+    if len(name) < 3 or not re.search(r"\d", name):
+        return None
+    lead = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+[*_`\[]*" + re.escape(name) + r"[*_`\]]*\s*(?:[:：,，\-—(]|$)", _I)
+    found = [i for i, x in enumerate(lines) if not t.line <= i <= t.end and lead.match(x)]
+    if len(found) != 1:
+        return None
+    end = found[0]
+    while end + 1 < len(lines) and lines[end + 1].strip() and not T.LIST_ITEM.match(lines[end + 1]) \
+            and re.match(r"^\s{2,}\S", lines[end + 1]):
+        end += 1  # the item's continuation lines
+    return found[0], end
+
+
 def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: int, holder: bool) -> bool:
     """Do the table's rows name variants, each measured once (not parts of one run, properties, estimates)? Not in
     a section on hardware, theory or a profile; not a breakdown (a Total row, a Diff column); not a column of
@@ -204,7 +242,7 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
             DIFF_COL.search(h) and any(c < len(cs) and cell_number(cs[c]) is not None for _, cs in t.rows)
             for c, h in enumerate(t.header) if c):
         return False
-    if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1:
+    if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1 and not _times(t, col):
         return False
     return not holder or any(R.BASE_ROW.search(r[1]) for r in rows) \
         or all(step_name(r[1]) for r in rows if not R.library_row(r[1]))
@@ -247,13 +285,16 @@ def _transposed(t: T.Table) -> T.Table:
     measures = [c[0] for _, c in t.rows if c and header_metric(c[0], header_unit(c[0])) != "other"]
     names = [h for h in t.header[1:] if re.search(r"[^\W\d_]{2}|^\W*v\d", T.clean(h), _I) and not header_unit(h)
              and header_metric(h, "") == "other"]
-    if not measures or len(names) < 2 or len(names) < len(t.header) - 2 or any(
+    if not measures or 2 * len(measures) < len(t.rows) or len(names) < 2 or len(names) < len(t.header) - 2 or any(
             AFTER_COL.search(h) or DIFF_COL.search(h) or GAIN.search(h) for h in t.header):
         return t  # `| Metric | Current | With X | Improvement |` compares two versions: its pairs are its section's
     rows = [(t.line, [t.header[c]] + [r[c] if c < len(r) else "" for _, r in t.rows]) for c in range(1, len(t.header))]
     return T.Table(t.line, [t.header[0]] + [r[0] if r else "" for _, r in t.rows], rows, t.end)
 
 
+PEAK_CONTEXT = re.compile(r"\b(peak|theoretical|speed[- ]of[- ]light|sol|roofline|utili[sz]ation)\b", _I)
+REFERENCE_CONTEXT = re.compile(r"\b(relative to|compared (to|with)|vs\.?|of the (official|reference|baseline)|"
+                               r"cublas|cudnn|pytorch|torch|reference)\b", _I)
 UNIT_WORDS = {"microseconds": "us", "microsecond": "us", "milliseconds": "ms", "millisecond": "ms",
               "nanoseconds": "ns", "seconds": "s"}
 
@@ -267,6 +308,14 @@ def _with_context_unit(lines: list[str], t: T.Table) -> T.Table:
     m = re.search(r"(?:\(|\b(?:in|of|reporting|reports?)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
                   context, _I)
     unit = m and (UNIT_WORDS.get((m.group(2) or "").lower()) or canonical(m.group(1) or ""))
+    percent = [k for k, h in enumerate(t.header) if k and not header_unit(h)
+               and any(k < len(r) and re.search(r"\d\s*%", r[k]) for _, r in t.rows)]
+    if percent and (not unit or unit == "%"):
+        # `15.8%` cells under `A100` after "performance relative to the official implementation": % of it
+        of = "peak" if PEAK_CONTEXT.search(context) else "reference" if REFERENCE_CONTEXT.search(context) else ""
+        if of:
+            return T.Table(t.line, [f"{h} (% of {of})" if k in percent else h for k, h in enumerate(t.header)],
+                           t.rows, t.end)
     if not unit or unit in ("x", "%", "s") and not m.group(2):
         return t
     header = [h if k == 0 or header_unit(h) or "(" in h else f"{h} ({unit})" for k, h in enumerate(t.header)]
@@ -345,8 +394,11 @@ def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
         if h and re.search(r"[^\W\d_]{2}", h) and (PARAM_HEAD.search(h) or not SIZE_HEAD.search(h)):
             return f"{h} {name}"
         return ""
+    code = re.fullmatch(r"[A-Za-z]{1,3}[_-]?\d{1,3}[a-z]?", name)  # `s01`, `K3`: a version's code
+    if code and not step_name(name) and len(row) > 2 and re.search(r"[^\W\d_]{2}", row[1]) and cell_number(row[1]) is None:
+        return f"{name}: {T.clean(row[1])}"
     if SHAPE_NAME.fullmatch(name) or len(DIM.findall(name)) >= 2 or not (re.search(r"[^\W\d_]{2}", name)
-                                                                         or step_name(name)):
+                                                                         or step_name(name) or code):
         return ""  # a problem size: `M=1024`, `bs=8`, `gemm N7168 K16384`, `4096x4096`
     return name
 
@@ -380,58 +432,6 @@ def _comment_end(lines: list[str], after: int, limit: int) -> int:
     if blocks and T.block_kind(lines, *blocks[0]) == "prose" and not lines[blocks[0][1]].rstrip().endswith(":"):
         return blocks[0][1]
     return after
-
-
-LOG_NAME = re.compile(r"^\s*[=#*>-]*\s*(?P<name>[A-Za-z][\w.]*(?:[ _-][A-Za-z][\w.]*){0,2}[ _#-]*\d{1,3}[a-z]?)"
-                      r"\s*[=#*:-]*\s*$")
-KEYED_NAME = re.compile(r"^\s*(?:kernel|kernal|name|impl(?:ementation)?|method|variant)\s*[=:]\s*(?P<name>[\w.-]{2,40})"
-                        r"\s*$", _I)
-LOG_VALUE = re.compile(r"(?<![\w.])(" + T.NUMBER + r")\s*\)?\s*(" + UNIT + r")(?![\w/])")
-
-
-def _log_name(line: str) -> str | None:
-    m = LOG_NAME.match(line)
-    if m and step_name(m.group("name")):
-        return m.group("name")
-    m = KEYED_NAME.match(line)
-    return m.group("name") if m else None
-
-
-def _log_tables(lines: list[str]) -> list[T.Table]:
-    """Program output that names each version on a line of its own (`KERNEL 2`, `Kernel = naiveSgemm`) and measures
-    it on the lines after (`Average elapsed time: (0.0023) s, performance: (488.5) TFLOPS`, one line per size: their
-    median), three or more in a row: a results table of (name, value) rows. A line giving a time and a rate is read
-    by its rate."""
-    out, run, i, last = [], [], 0, -10
-
-    def flush() -> None:
-        if len(run) >= 3 and len({u for *_, u in run}) == 1:
-            unit = run[0][3]
-            out.append(T.Table(run[0][0], ["name", f"({unit})"], [(ln, [nm, f"{v:g} {unit}"]) for ln, nm, v, _ in run],
-                               last))
-        run.clear()
-    while i < len(lines):
-        name = _log_name(lines[i])
-        if name:
-            vals, j = [], i + 1 + (i + 1 < len(lines) and not lines[i + 1].strip())
-            while j < len(lines) and lines[j].strip() and not _log_name(lines[j]):
-                found = [(T.num(v), canonical(u)) for v, u in LOG_VALUE.findall(lines[j])]
-                if found:
-                    vals.append(max(found, key=lambda x: better_of(metric_of(x[1])) == "higher"))
-                elif vals or j - i > 3:
-                    break
-                j += 1
-            if vals and len({u for _, u in vals}) == 1:
-                if any(nm == name for _, nm, *_ in run):  # the same versions measured again: another table
-                    flush()
-                run.append((i, name, statistics.median(v for v, _ in vals), vals[0][1]))
-                last, i = j - 1, j
-                continue
-        if lines[i].strip() and run and i - last > 3:
-            flush()
-        i += 1
-    flush()
-    return out
 
 
 def _col_unit(t: T.Table, c: int) -> str:

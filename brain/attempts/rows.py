@@ -16,6 +16,7 @@ LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|tor
 def library_row(name: str) -> bool:
     """A reference row (`cuBLAS`, `cuBLAS GEMM Kernel`, `PyTorch native`), not a change that names a library
     (`Optimize CUTLASS Grouped GEMM Kernels`): the library opens the name, or the name is three words or fewer."""
+    name = re.sub(r"^\W*[A-Za-z]{1,3}[_-]?\d{1,3}[a-z]?\s*:\s*", "", name)  # `s00: cuBLAS reference`
     m = LIBRARY_ROW.search(name)
     words = re.findall(r"[^\W_]+", name)
     return bool(m) and (not re.search(r"[^\W_]", name[:m.start()]) or len(words) <= 3)
@@ -30,7 +31,7 @@ def group(name: str) -> str:
 def number(name: str) -> int | None:
     """A row's step number: `Kernel 3`, `3: Tiling`, or a version it ends with (`reduce_v3`, `GEMM V03`)."""
     nm = step_name(name)
-    m = re.match(r"^\W*(\d{1,3})\s*[:.)-]\s*\S", name) or re.search(r"(?:^|[\s_-])v(\d{1,3})\W*$", name, _I)
+    m = re.match(r"^\W*(?:[A-Za-z]{1,3}[_-]?)?(\d{1,3})[a-z]?\s*[:.)-]\s*\S", name) or re.search(r"(?:^|[\s_-])v(\d{1,3})\W*$", name, _I)
     return nm[1] if nm else int(m.group(1)) if m else None
 
 

@@ -11,9 +11,11 @@ RULES = [
              "and in a document written without them a short line that opens a numbered step (`day 1`, `Day3: "
              "Tuning`), two or more sharing their step word"),
     ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
-             "Round 2, v4, Step 1, 优化技巧1; one identifier: reduce3, kernel_3; a number it opens with: `1. Naive`, "
-             "`2) Tiling`; a version tag it ends with: `Block tiling (V03)`) shared by a sibling with another "
-             "number, where one of them measures something (a heading that only opens with a number: where it "
+             "Round 2, v4, Step 1, 优化技巧1, a sub-version V3-1; one identifier: reduce3, kernel_3; a number it opens "
+             "with: `1. Naive`, `2) Tiling`; a version tag it ends with: `Block tiling (V03)`) shared by a sibling "
+             "with another number, where one of them measures something (in its text or in the heading itself: "
+             "`### STEP 3: BANK CONFLICTS: 9.4 ms`, a bare number in the unit its siblings' headings give, a "
+             "signed change `(+0.5 TFLOPS)`) (a heading that only opens with a number: where it "
              "measures or says an outcome, never `1. Introduction`); its Problem / Solution / Results subsections "
              "(and titles repeated under sibling steps, and bold subheadings) right under its text are parts of "
              "it: their measurements are the step's"),
@@ -32,19 +34,24 @@ RULES = [
              "paragraph of comment (not one that introduces the next measurement); headings, `---` and units of "
              "their own bound it; a section's one measured step starts at its heading and takes its title; "
              "`Before: 1.2 ms` / `After: 0.9 ms` lines are one pair"),
-    ("unit", "three or more sibling sections that each report one measurement in the metric most of them use (beside "
+    ("unit", "three or more sibling sections that report the metric most of them use, most of them once (beside "
              "figures in others: `12 TFLOPS (30% of peak)`), no results table among them (a tutorial without step "
              "numbers), and their own subsections; two or more sections whose headings a results table's rows name "
              "by their words (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`), measured by those rows"),
-    ("unit", "results tables (a delimiter row of one dash a cell opens one too) are progressions: rows naming variants (a name, `3: Tiling`, a step-number column with "
-             "the name beside it, a setting under a parameter heading: `Tile size 128`; not problem sizes: `4096`, "
+    ("unit", "results tables (a delimiter row of one dash a cell opens one too; a second heading row with no name in "
+             "its first cell, `| | seq_len = 4096 |`, joins the first) are progressions: rows naming variants (a name, `3: Tiling`, a step-number column with "
+             "the name beside it, a short code with the description beside it: `s03: Shared memory`, a setting under a parameter heading: `Tile size 128`; not problem sizes: `4096`, "
              "`M=1024`, `gemm N7168 K16384`) that are new to the document (not a recap with the same figures; the "
-             "same names measured anew, an fp16 table after the fp32 one, are), in any section but those on "
+             "same names measured anew, an fp16 table after the fp32 one, are; the same names in another measure, `% of "
+             "peak` after `GB/s`, are not), in any section but those on "
              "hardware, theory, profiles, targets, setup and estimates (a summary or conclusion only in a document "
              "with no other steps; a document's title section when no heading stands under it): in a step's own "
              "table, that step's "
              "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps: the "
-             "library opens the row's name or the name is three words or fewer); "
+             "library opens the row's name or the name is three words or fewer, and is no Baseline row; a row whose "
+             "name gives another unit, `Reference (TFLOPs)` under a column of percentages, is what they are of); "
+             "a row named by a list item elsewhere that opens with its name (`2. transpose_v1: ...`) cites that "
+             "item; "
              "inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row "
              "or rows naming steps; one in a section of its own, the step its text up to the table describes (a "
              "section with several such tables is cut at them, and its text after the last one, when it measures "
@@ -52,8 +59,9 @@ RULES = [
              "column of estimates or of mixed units. A table with a before and an after column whose rows name "
              "different ops: a step per row, its own pair. Rows of sizes under columns of variants (`| Size | "
              "Naive | Tiled |`): a step per column over the sizes. Variants across and measures down: read the "
-             "usual way round. A table whose headings name no unit takes the one its introduction names "
-             "('runtime in microseconds:', 'Reporting TFLOPS')"),
+             "usual way round (when most rows name a measure). A table whose headings name no unit takes the one its "
+             "introduction names ('runtime in microseconds:', 'Reporting TFLOPS'); its percentage cells are of "
+             "peak or of a reference when the introduction says so ('relative to the official implementation')"),
     ("unit", "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
              "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
              "record ends before the first record inside it, and a section left with nothing but its heading is "
@@ -71,10 +79,14 @@ RULES = [
              "`Techniques`), named in bold or before a colon (`- Tiling: 256 x 128 blocks`), three or more: an "
              "attempt each, measured or not"),
     ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
-             "targets / opportunities, possible / further improvements, ideas, roadmap); the items a sentence introduces ('next steps:', 'I would:', 'lingering "
-             "issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
+             "targets / opportunities, possible / further improvements, ideas, roadmap); the items a sentence introduces ('next steps:', 'next optimizations to "
+             "look into:', 'ideas to build on top of this:', 'I would:', 'lingering issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
              "`Action:` / `Next:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
              "`(TODO)`, `(coming soon)`"),
+    ("unit", "a table whose first column names changes and another their outcome (`| Change | Result | Why |`, "
+             "`| Optimization | Impact |`; not a column of estimates: `Typical speedup`): a record per row, its "
+             "verdict and figures from its cells (under a rejected / reverted heading a row that says nothing "
+             "is neutral)"),
     ("unit", "items under a Tried and dropped / dead ends heading, or introduced by 'things I tried that did not "
              "work:'; named items (`- **Cache hints:** ...`) introduced as the techniques / optimizations / "
              "improvements applied ('we employ the following techniques:'), and the paragraphs beside them that "
@@ -102,8 +114,8 @@ RULES = [
                 "68%`, `reduces the sampling time by 50%`, `throughput went up by 18%`, `slower (~2%)`: before 1, "
                 "after the ratio, unit x; a time that moved by a ratio is lower-is-better; N% slower is 1 - N/100) "
                 "only where no absolute figure compares, and not when the sentence compares with a library"),
-    ("figures", "a number with a performance unit outside any pair is a state (what this version measures) unless "
-                "its clause names a reference: cuBLAS, torch, peak, theoretical, SOL, 'up to', an estimate, a "
+    ("figures", "a number with a performance unit outside any pair is a state (what this version measures; not "
+                "a signed change: `+0.5 TFLOPS`) unless its clause names a reference: cuBLAS, torch, peak, theoretical, SOL, 'up to', an estimate, a "
                 "budget (not its own `(3% of peak)`)"),
     ("figures", "tables: a before and an after column (per row, per `·` value; beside a Baseline column, the last "
                 "column in its unit naming no library is the after one); two configuration columns and a Diff "
@@ -112,29 +124,31 @@ RULES = [
                 "number, spans spread and each column's headings joined (`Time (us) CU Baseline`)"),
     ("figures", "program output that names each version on a line of its own (`KERNEL 2`, `Kernel = naive`) and "
                 "measures it on the lines after (`... performance: (488.5) TFLOPS`; one line per size: their "
-                "median), three or more in a row, is a results table (a line giving a time and a rate is read by "
+                "median), or names it in brackets before its measure (`[transpose_v3] Average time: (3.81) ms`), "
+                "three or more in a row, is a results table (a line giving a time and a rate is read by "
                 "its rate; the same versions measured again are another table); its rows, like a summary table's, join the "
                 "sections and the list items (`* Kernel 2:`) that describe those steps and measure nothing themselves"),
     ("figures", "numbered steps that each measure themselves against the same original baseline (`| Baseline | "
-                "Opt 3 |`, then `| Baseline | Opt 4 |`) are measured against the step before (its after)"),
+                "Opt 3 |`, then `| Baseline | Opt 4 |`) are measured against the step before (its after), except "
+                "under a heading of failed / reverted / rejected / abandoned changes (options each against it)"),
     ("figures", "the chain: a step's state is paired with the state before it (same metric and number of shapes) or "
                 "with the baseline its table names (the Baseline row of its group, `x-direction: Baseline` for "
                 "`x-direction: VEC_LEN=2`; else the table's Baseline row (baseline / reference / shipped / default "
                 "/ stock), each option against it, but `+ X` rows, versions numbered after an unnumbered "
                 "baseline and rows that each beat the row above them (3 or more, after an unnumbered baseline) "
                 "build on each other; else the row before it in the order the steps were made: by their "
-                "step numbers when each row has its own, so a table sorted by speed still chains by step, else as "
+                "step numbers (`Kernel 4`, `4: ...`, `s04: ...`) when each row has its own, so a table sorted by speed still chains by step, else as "
                 "listed, a variant row (`V02 Vectorized`, its name extending an earlier row's) measured against "
                 "that row and passed over by the next version); a column heading's metric (`TPS/User`) gives "
-                "unitless cells their direction; a step introduced as the baseline / reference, the first row of a table and the first "
+                "unitless cells their direction; a step introduced as the baseline / reference (not `faster than baseline`), the first row of a table and the first "
                 "output line of a run start a chain; a measurement "
                 "equal to a non-adjacent earlier one is a recap, not a step; a summary row repeating the previous "
                 "step's figure is not this step's"),
     ("figures", "a results table's deciding column: one in a single unit before one whose cells change unit "
-                "(`2.08s`, `32.52ms`), an absolute measure before a ratio, then the metric the "
-                "document's prose quotes most (columns of the same metric and unit are shapes of it where their "
+                "(`2.08s`, `32.52ms` are one time in two units, converted), an absolute measure before a ratio, then the metric the "
+                "document's prose quotes most, then a rate (throughput, bandwidth) before a time before the rest (columns of the same metric and unit are shapes of it where their "
                 "headings name sizes, `M=1024 (us)`; `Effective | Achieved bandwidth` are two measures); a "
-                "summary row joins a step by name (Kernel 4, kernel_4, kernel4, a function the step defines, "
+                "summary row joins a step by name (Kernel 4, kernel_4, kernel4, `v2` for `Version 2`, a function the step defines, "
                 "`4: ...` for step 4) where the step's text gives no figure or a ratio; a summary table is a "
                 "progression too: the row above the step's row (or the table's Baseline row) is its baseline"),
     ("figure", "the deciding figure, first in figures: a Total / overall / end-to-end row; else a figure the "
@@ -142,7 +156,7 @@ RULES = [
                "names; else the record's one figure of its most common metric (absolute before ratios); else the "
                "median over shapes (median of befores, median of afters: `median of N shapes`), leaving out a "
                "shape whose unit changes along the progression"),
-    ("metric", "from the unit: us, ms, ns, s, cycles latency (lower is better); GFLOP/s, TFLOP/s, tokens/s, "
+    ("metric", "a profiler's `Compute Throughput %` / `Memory Throughput %` is percent-of-peak, no rate; from the unit: us, ms, ns, s, cycles latency (lower is better); GFLOP/s, TFLOP/s, tokens/s, "
                "TPS/user throughput; GB/s, TB/s bandwidth; % of peak / SOL / target percent-of-peak; % of cuBLAS "
                "/ torch percent-of-reference; x speedup (higher is better); else other (no direction). Column "
                "headings name units too: Time (ms), 带宽(GB/s), Speedup, 加速比"),
@@ -150,6 +164,8 @@ RULES = [
                 "a bug"),
     ("verdict", "the deciding figure by its direction: a change under 2% (3% with a no-gain phrase) is neutral, "
                 "unless every shape that moved beyond 2% moved one way; else improved / regressed"),
+    ("verdict", "no deciding figure: a signed change in the heading (`(+0.5 TFLOPS)`, `(-7%)`) in the direction "
+                "of its unit, a bare percentage in the direction of the document's most quoted metric"),
     ("verdict", "a step measured with nothing before it: the outcome its heading says ('slower everywhere'), else "
                 "inconclusive"),
     ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "

@@ -55,10 +55,10 @@ PROPOSAL = re.compile(r"\b((?:in|for) (?:the|a|our) (?:next|future|follow-up|upc
                       r"another improvement|could be (?:further )?improved|it would make sense to|worth (?:trying|a try)|"
                       r"we plan to|i would (?:like to )?(?:try|add|use|remove)|one could (?:also )?(?:choose|try|use|"
                       r"borrow)|one might also|encourage (?:interested )?readers|remains? to be (?:tried|done))\b", _I)
-INTRO_FUTURE = re.compile(r"(next steps?|future work|\btodo\b|\bto-do\b|to improve (?:on )?(?:this|it|further)|"
+INTRO_FUTURE = re.compile(r"(next (?:steps?|optimi[sz]ations?|ideas?|things)|future work|to look into|build on top of|\btodo\b|\bto-do\b|to improve (?:on )?(?:this|it|further)|"
                           r"(?:i|we) would\b|"
                           r"what(?:'s| is) next|open questions|lingering issues|remaining (?:issues|questions|work)|"
-                          r"ideas? for|could (?:still )?be improved|further (?:improvements?|optimi[sz]ations?|work)|"
+                          r"ideas? (?:for|to)|could (?:still )?be improved|further (?:improvements?|optimi[sz]ations?|work)|"
                           r"left to try|not yet (?:tried|implemented))[^.!?]*:\s*$", _I)
 # "we employ the following techniques:", "Other performance improvements include:"
 INTRO_APPLIED = re.compile(r"(techniques|optimi[sz]ations|improvements|tricks|changes|modifications)\b[^.!?]{0,40}:\s*$|"

@@ -23,6 +23,19 @@ def cell_number(cell: str) -> float | None:
     return T.num(m.group(1)) if m else None
 
 
+TIME_SCALE = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+
+
+def cell_value(cell: str, unit: str) -> float | None:
+    """A cell's number in its column's unit: a time written in another (`2.08s` in a column of ms) converted."""
+    v = cell_number(cell)
+    m = re.search(r"\d\s*(" + UNIT + r")(?![\w/])", cell or "")
+    own = canonical(m.group(1)) if m else ""
+    if v is None or own == unit or own not in TIME_SCALE or unit not in TIME_SCALE:
+        return v
+    return round(v * TIME_SCALE[own] / TIME_SCALE[unit], 6)
+
+
 def cell_numbers(cell: str) -> list[float]:
     cell = cell.replace("**", "")
     return [T.num(x) for x in re.findall(r"(?<![\w.])(" + T.NUMBER + r")(?![\d.]*x\b)", cell.split("(")[0])]

@@ -215,6 +215,12 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
                                                                       and lines[j].strip())):
                 rows.append((j, cells(lines[j])))
                 j += 1
+            rows = [r for r in rows if any(c.strip() for c in r[1])]  # a blank spacer row
+            if len(rows) > 1 and _subheader(rows[0][1]):
+                # `| | seq_len = 4096 | harm. mean |` under `| Kernel | A100 | A100 |`: both name the columns
+                header = [f"{h} {c}".strip() if k < len(rows[0][1]) and (c := rows[0][1][k].strip()) else h
+                          for k, h in enumerate(header)]
+                rows = rows[1:]
             out.append(Table(i, header, rows, j - 1))
             i = j
         elif _tsv(lines[i]) >= 2 and i + 2 <= end and all(_tsv(lines[j]) == _tsv(lines[i]) for j in (i + 1, i + 2)):
@@ -234,6 +240,14 @@ def tables(lines: list[str], start: int, end: int) -> list[Table]:
         else:
             i += 1
     return out
+
+
+def _subheader(row: list[str]) -> bool:
+    """A first row that names columns rather than a variant: no name in its first cell, no plain number in the
+    others."""
+    rest = [c.strip() for c in row[1:] if c.strip()]
+    return not row[0].strip() and len(rest) >= 2 and not any(re.fullmatch(r"[~≈]?" + NUMBER + r"\s*\S{0,6}", c)
+                                                             for c in rest)
 
 
 def _tsv(line: str) -> int:

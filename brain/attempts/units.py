@@ -104,5 +104,7 @@ def header_metric(header: str, unit: str) -> str:
         if rx.search(header):
             if metric == "latency" and unit and _METRIC.get(unit) not in (None, "latency"):
                 break
+            if unit == "%" and metric in ("throughput", "bandwidth"):
+                return "percent-of-peak"  # Nsight's `Compute Throughput %`, `Memory Throughput %`
             return metric
     return metric_of(unit, header[header.find("%"):] if "%" in header else "")

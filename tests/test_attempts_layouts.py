@@ -1,0 +1,277 @@
+"""Attempt extraction on layouts kernel worklogs use that the earlier rounds missed (issue 26, round 6): rows named
+by a short code with a description beside them, two-row table headings with percentages of a reference, program
+output that names each version in brackets, measurements in numbered headings, signed changes in headings,
+reverted options, idea lists after "next optimizations to look into:", and sub-versions (`V3-1`). The documents
+are written for these tests."""
+from __future__ import annotations
+
+from brain.attempts.extract import extract
+
+
+def recs(text: str) -> list:
+    return extract(text, "w.md", "t")
+
+
+def fig(r) -> tuple | None:
+    return (r.figure["before"], r.figure["after"], r.figure["unit"]) if r.figure else None
+
+
+def by_title(text: str) -> dict:
+    return {r.title: (r.verdict, fig(r)) for r in recs(text)}
+
+
+CODES = """# HGEMM log
+
+## Results
+
+| ID | What changed | Time (ms) | TFLOP/s |
+|----|--------------|-----------|---------|
+| h0 | Library reference (cuBLAS) | 1.10 | 125.0 |
+| h1 | Naive tensor-core kernel | 4.00 | 34.4 |
+| h2 | Swizzled shared memory | 2.00 | 68.7 |
+| h3 | Three-stage pipeline | 2.20 | 62.5 |
+"""
+
+
+def test_rows_named_by_a_code_take_their_description_and_a_rate_decides():
+    got = by_title(CODES)
+    assert got["h2: Swizzled shared memory"] == ("improved", (34.4, 68.7, "TFLOP/s"))
+    assert got["h3: Three-stage pipeline"] == ("regressed", (68.7, 62.5, "TFLOP/s"))
+    assert got["h1: Naive tensor-core kernel"][0] == "inconclusive"  # first of the chain: the library is no base
+    assert not any(t.startswith("h0") for t in got)
+
+
+TWO_ROW_HEADER = """# Attention ladder
+
+## Benchmarks
+
+Each kernel's speed relative to the vendor implementation:
+
+| Step | GPU one | GPU two |
+| :--- | ---: | ---: |
+| | seqlen 4096 | seqlen 4096 |
+| 1. First version | 20.0% | 40.0% |
+| 2. Swizzle | 70.0% | 90.0% |
+| 3. Unroll more | 69.9% | 90.1% |
+| | | |
+| 0. Vendor (TFLOPs) | 180.0 | 60.0 |
+"""
+
+
+def test_a_second_heading_row_and_percent_cells_of_a_reference():
+    got = by_title(TWO_ROW_HEADER)
+    assert got["2. Swizzle"][0] == "improved" and got["2. Swizzle"][1][2] == "%"
+    assert got["3. Unroll more"][0] == "neutral"
+    assert not any("Vendor" in t for t in got)  # the row the percentages are of
+
+
+BRACKETED = """# Transpose notes
+
+## Variants
+
+1. naive_v0: reads coalesced, writes strided
+2. naive_v1: reads strided, writes coalesced
+3. smem_v2: staged through shared memory with padding
+
+## Timing
+
+```
+[naive_v0] Average time: (6.50) ms
+[naive_v1] Average time: (4.25) ms
+[smem_v2] Average time: (2.00) ms
+```
+"""
+
+
+def test_bracketed_program_output_joins_the_list_items_that_describe_each_version():
+    rows = {r.title: r for r in recs(BRACKETED)}
+    assert fig(rows["naive_v1"]) == (6.5, 4.25, "ms") and rows["naive_v1"].verdict == "improved"
+    assert rows["smem_v2"].start_line == 7  # the record cites the item that says what changed
+
+
+HEADINGS = """# Attention in one file
+
+## Log
+
+### STEP 1: BASELINE: 100.0 ms
+
+### STEP 2: BLOCKS OVER THE OUTER LOOP: 20.0 ms (5x faster than baseline)
+
+### STEP 3: COALESCED STORES: 19.9 (no real gain)
+
+### STEP 4: FP16 - 25.0 ms (lost time)
+"""
+
+
+def test_measurements_written_in_numbered_headings():
+    got = by_title(HEADINGS)
+    step = {t.split(":")[0]: v for t, v in got.items()}
+    assert step["STEP 2"] == ("improved", (100.0, 20.0, "ms"))  # "than baseline" does not make it the baseline
+    assert step["STEP 3"] == ("neutral", (20.0, 19.9, "ms"))  # a bare number in its siblings' unit
+    assert step["STEP 4"] == ("regressed", (19.9, 25.0, "ms"))
+
+
+SIGNED = """# GEMM tuning summary
+
+Throughput on the big shape went from 19.0 TFLOPS to 20.4 TFLOPS.
+
+## Kept
+
+### 1. Hoist the A fragments (+0.5 TFLOPS)
+
+Moved the loads out of the inner loop.
+
+### 2. Wait unconditionally (+0.4 TFLOPS)
+
+One barrier fewer per iteration.
+
+## Failed changes (all reverted)
+
+### 1. Four-stage pipeline (-20%)
+
+Ran out of shared memory for two blocks per SM.
+
+- 4096: 19.6 -> 15.7 TFLOPS
+
+### 2. Smaller K tile (-7%)
+
+- 4096: 19.6 -> 18.2 TFLOPS
+"""
+
+
+def test_signed_changes_in_headings_and_reverted_options_against_one_baseline():
+    got = by_title(SIGNED)
+    assert got["1. Hoist the A fragments (+0.5 TFLOPS)"][0] == "improved"
+    assert got["2. Wait unconditionally (+0.4 TFLOPS)"][0] == "improved"
+    # each reverted option is measured against the same baseline, not on top of the one before it
+    assert got["2. Smaller K tile (-7%)"] == ("regressed", (19.6, 18.2, "TFLOP/s"))
+
+
+IDEAS = """# Softmax kernel
+
+## Results
+
+### Version 1: one row per block: 8.0 ms
+
+### Version 2: warp shuffles: 5.0 ms (1.6x faster)
+
+next optimizations to look into when I come back to this:
+- two rows per warp
+- vectorised 128-bit loads
+"""
+
+
+def test_a_list_of_next_optimizations_is_proposals():
+    props = [r for r in recs(IDEAS) if r.verdict == "proposed"]
+    assert len(props) == 2 and any("two rows per warp" in r.title for r in props)
+
+
+SUBVERSIONS = """# Fused filter
+
+| Version | Duration [ms] |
+| :-: | :-: |
+| Naive | 3.00 |
+| V1 | 2.80 |
+| V2-0 | 3.10 |
+| V2-1 | 2.50 |
+
+## V1: Drop redundant passes
+
+Merged two passes.
+
+## V2-0: Software pipeline with a local buffer
+
+The buffer went to local memory.
+
+## V2-1: Software pipeline in registers
+
+No local memory any more.
+"""
+
+
+def test_sub_versions_join_their_summary_rows():
+    got = by_title(SUBVERSIONS)
+    assert got["V2-0: Software pipeline with a local buffer"] == ("regressed", (2.8, 3.1, "ms"))
+    assert got["V2-1: Software pipeline in registers"] == ("improved", (3.1, 2.5, "ms"))
+    assert not any(t in ("V2-0", "V2-1") for t in got)  # the rows are the sections' figures, no records of their own
+
+
+ALIASED = """# Attention, five versions
+
+Kernel | TFLOPS
+-------|-------
+v1 (basic) | 100.0
+v2 (swizzled smem) | 130.0
+
+## Version 1 - Basic
+
+The plain port.
+
+## Version 2 - Swizzled shared memory
+
+No more bank conflicts.
+"""
+
+
+def test_a_row_named_v2_joins_the_section_version_2():
+    got = by_title(ALIASED)
+    assert got["Version 2 - Swizzled shared memory"] == ("improved", (100.0, 130.0, "TFLOP/s"))
+
+
+PROFILED = """# Flash attention worklog
+
+| Version | Change | Duration | Compute Throughput % |
+| - | - | - | - |
+| V1 | Baseline | 1.50s | 0.30% |
+| V2 | Many thread blocks | 30.00ms | 20.00% |
+| V3 | Registers for the matmul | 40.00ms | 45.00% |
+"""
+
+
+def test_a_profilers_throughput_percent_is_no_rate_and_times_in_two_units_convert():
+    got = {t.split(":")[0]: v for t, v in by_title(PROFILED).items()}
+    assert got["V2"] == ("improved", (1500.0, 30.0, "ms"))
+    assert got["V3"] == ("regressed", (30.0, 40.0, "ms"))  # slower, however busy the SMs got
+
+
+CHANGES = """# MoE kernel notes
+
+## Changes that were rejected
+
+| Change | Result | Why |
+|---|---|---|
+| BLOCK_K 64 to 128 | +5% worse | spills |
+| four pipeline stages | flat, within noise | already saturated |
+| scaled dot for the second GEMM | 9.0 vs 7.5 ms | slower instruction |
+"""
+
+
+def test_a_table_of_changes_and_results_is_a_record_per_row():
+    got = by_title(CHANGES)
+    assert got["BLOCK_K 64 to 128"][0] == "regressed"
+    assert got["four pipeline stages"][0] == "neutral"
+    assert got["scaled dot for the second GEMM"] == ("regressed", (7.5, 9.0, "ms"))
+
+
+SIBLINGS = """# GEMV by hand
+
+## Implementation
+
+### Global memory
+
+Single precision took 1600 ms, double precision 7700 ms.
+
+### Constant memory for the vector
+
+It finished in 850 ms.
+
+### Shared memory for the vector
+
+That took 920 ms.
+"""
+
+
+def test_sibling_sections_measuring_one_metric_are_steps_even_when_one_gives_two_figures():
+    got = by_title(SIBLINGS)
+    assert got["Constant memory for the vector"][0] == "improved"
+    assert got["Shared memory for the vector"][0] == "regressed"
