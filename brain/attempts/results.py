@@ -59,6 +59,12 @@ def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | Non
     return min(cands)[-1] if cands else None
 
 
+def _unsized(header: str) -> str:
+    """A heading without its numbers: `M=1024 (us)` and `M=4096 (us)` are one measure at two sizes; `A100
+    seq 4096` and `RTX 3090 seq 4096` are two GPUs."""
+    return re.sub(r"[\d\s]+", " ", T.clean(header)).strip().lower()
+
+
 def _written_units(rows: list, c: int) -> set[str]:
     return {m.group(1).lower() for _, r in rows if c < len(r) for m in [re.search(r"\d\s*([^\W\d_]+)", r[c])] if m}
 
@@ -111,7 +117,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
         # (`M=1024 (us) | M=4096 (us)`); `Effective bandwidth | Achieved bandwidth` are two measures
         cols = [c for c in range(1, len(t.header)) if c == col or (
             _col_unit(t, c) == unit and header_metric(t.header[c], unit) == metric and metric != "other"
-            and _sized(t.header[c]) and _sized(t.header[col]))]
+            and _sized(t.header[c]) and _sized(t.header[col]) and _unsized(t.header[c]) == _unsized(t.header[col]))]
         rows = []
         for line, c in t.rows:
             v = cell_value(c[col], unit) if col < len(c) else None

@@ -147,7 +147,7 @@ RULES = [
     ("figures", "a results table's deciding column: one in a single unit before one whose cells change unit "
                 "(`2.08s`, `32.52ms` are one time in two units, converted), an absolute measure before a ratio, then the metric the "
                 "document's prose quotes most, then a rate (throughput, bandwidth) before a time before the rest (columns of the same metric and unit are shapes of it where their "
-                "headings name sizes, `M=1024 (us)`; `Effective | Achieved bandwidth` are two measures); a "
+                "headings name sizes and nothing else differs, `M=1024 (us)`, not `A100 seq 4096 | RTX 3090 seq 4096`; `Effective | Achieved bandwidth` are two measures); a "
                 "summary row joins a step by name (Kernel 4, kernel_4, kernel4, `v2` for `Version 2`, a function the step defines, "
                 "`4: ...` for step 4) where the step's text gives no figure or a ratio; a summary table is a "
                 "progression too: the row above the step's row (or the table's Baseline row) is its baseline"),
