@@ -275,3 +275,18 @@ def test_sibling_sections_measuring_one_metric_are_steps_even_when_one_gives_two
     got = by_title(SIBLINGS)
     assert got["Constant memory for the vector"][0] == "improved"
     assert got["Shared memory for the vector"][0] == "regressed"
+
+
+DAILY = """# Worklog week 2
+
+## 2026-03-02
+
+- **Vectorized loads** for q and k: about 5% faster.
+- **Vectorized stores** in the epilogue: no runtime change, but fewer profiler warnings.
+- **Shared q tile**: 8% slower, the barrier costs more than the loads it saves.
+"""
+
+
+def test_no_runtime_change_is_a_no_gain_outcome():
+    got = by_title(DAILY)
+    assert got["Vectorized stores"][0] == "neutral"

@@ -15,8 +15,7 @@ NOT_TECHNIQUES = {"sm90", "sm100", "nvfp4", "gemv", "dual-gemm", "group-gemm"}  
 FIELD_LABEL = re.compile(r"^\W*\**\s*(hypothesis|expected[\w ]{0,20}|estimate[\w ]{0,10}|changes?( made)?|"
                          r"attempted( strategy)?|lessons?( learned)?|learning|the lesson|takeaway|fix|"
                          r"verdict|problem|techniques|result|supersedes)\s*\**\s*:\s*\**\s*(?P<value>.*)$", _I)
-NEUTRAL = re.compile(r"no gain|no effect|no (?:measurable |noticeable |significant |visible )(?:speed |performance )?"
-                     r"(?:change|difference|gain|improvement|effect)|within noise|no better|not worth|identical (times|performance)|"
+NEUTRAL = re.compile(r"no gain|no effect|no (?:[a-z-]+ ){0,2}(?:change|difference|gain|improvement|effect)\b|within noise|no better|not worth|identical (times|performance)|"
                      r"\bunchanged\b|no improvement|no difference|no change|no diff\b|±\s?\d|within \d+(\.\d+)?\s?%|"
                      r"did(?: not|n't) (?:help|improve|yield (?:a |any )?(?:performance |significant )?"
                      r"(?:improvement|gain|speed-?up))|no (?:performance )?(?:speed-?up|benefit)|\bpointless\b|"
