@@ -290,3 +290,28 @@ DAILY = """# Worklog week 2
 def test_no_runtime_change_is_a_no_gain_outcome():
     got = by_title(DAILY)
     assert got["Vectorized stores"][0] == "neutral"
+
+
+LIBRARY_NAMED = """# FP32 GEMM on a consumer GPU
+
+| Kernel # | Description | GFLOPS |
+|---|---|---|
+| Kernel 0 | rocBLAS | 30000.0 |
+| Kernel 1 | Naive version | 1000.0 |
+| Kernel 2 | LDS tiling | 4000.0 |
+
+## Kernels
+
+- **Kernel 0**: Simple rocBLAS call
+- **Kernel 1**: one thread per output
+- **Kernel 2**: tiles in LDS
+"""
+
+
+def test_a_numbered_step_that_is_the_library_is_a_reference():
+    got = by_title(LIBRARY_NAMED)
+    assert not any("rocBLAS" in t for t in got)
+    first = next(v for t, v in got.items() if t.startswith("Kernel 1"))
+    assert first == ("inconclusive", None)  # nothing of its own before it: the library is no baseline
+    second = next(v for t, v in got.items() if t.startswith("Kernel 2"))
+    assert second == ("improved", (1000.0, 4000.0, "GFLOP/s"))

@@ -14,6 +14,7 @@ from brain.attempts import segments as S
 from brain.attempts import text as T
 from brain.attempts.fields import SIGNED, DONE, FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact, says_outcome
 from brain.attempts.figures import make, text_figures
+from brain.attempts.rows import library_row
 from brain.attempts.tables import table_figures
 
 _I = re.I
@@ -163,6 +164,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     whole = {k for k in usable if k != lone and not RESULTS_HEAD.search(secs[k].title)
              and _states(T.prose("\n".join(lines[secs[k].body_start:secs[k].end + 1])), lines, secs[k])}
     steps += R.table_steps(lines, secs, steps, tables, metrics, usable, whole)
+    steps = [st for st in steps if not _library_step(st.title)]
     steps = P.chain([st for st in steps if st.section not in written])
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     signed = {id(st) for st in steps if st.kind == "section" and SIGNED.search(st.title)}  # `(+0.5 TFLOPS)`
@@ -212,6 +214,13 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
 
 
 BARE_NUMBER = re.compile(r"[:：\-–—]\s*(" + T.NUMBER + r")\s*(?:\(|$)|[^\W\d_]\s+(\d+\.\d+)\s*\(")
+
+
+def _library_step(title: str) -> bool:
+    """`Kernel 0: Simple cuBLAS call`: a numbered step that is the library it is measured against, no change."""
+    m = P.NAME.match(T.clean(title))
+    rest = re.sub(r"^[\W_]+", "", T.clean(title)[m.end():]) if m and P.step_name(T.clean(title)) else ""
+    return bool(rest) and len(rest.split()) <= 4 and library_row(rest)
 
 
 def _bare_heading_numbers(lines: list[str], steps: list) -> None:

@@ -401,8 +401,9 @@ def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
             return f"{h} {name}"
         return ""
     code = re.fullmatch(r"[A-Za-z]{1,3}[_-]?\d{1,3}[a-z]?", name)  # `s01`, `K3`: a version's code
-    if code and not step_name(name) and len(row) > 2 and re.search(r"[^\W\d_]{2}", row[1]) and cell_number(row[1]) is None:
-        return f"{name}: {T.clean(row[1])}"
+    described = len(row) > 2 and re.search(r"[^\W\d_]{2}", row[1]) and cell_number(row[1]) is None
+    if described and (code and not step_name(name) or step_name(name) and R.library_row(T.clean(row[1]))):
+        return f"{name}: {T.clean(row[1])}"  # `| Kernel 0 | rocBLAS |`: the library, a reference
     if SHAPE_NAME.fullmatch(name) or len(DIM.findall(name)) >= 2 or not (re.search(r"[^\W\d_]{2}", name)
                                                                          or step_name(name) or code):
         return ""  # a problem size: `M=1024`, `bs=8`, `gemm N7168 K16384`, `4096x4096`

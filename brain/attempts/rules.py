@@ -48,7 +48,7 @@ RULES = [
              "with no other steps; a document's title section when no heading stands under it): in a step's own "
              "table, that step's "
              "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps: the "
-             "library opens the row's name or the name is three words or fewer, and is no Baseline row; a row whose "
+             "library opens the row's name or the name is three words or fewer, or the row's description is a library: `| Kernel 0 | rocBLAS |`; it is no Baseline row; a row whose "
              "name gives another unit, `Reference (TFLOPs)` under a column of percentages, is what they are of); "
              "a row named by a list item elsewhere that opens with its name (`2. transpose_v1: ...`) cites that "
              "item; "
@@ -62,7 +62,8 @@ RULES = [
              "usual way round (when most rows name a measure). A table whose headings name no unit takes the one its "
              "introduction names ('runtime in microseconds:', 'Reporting TFLOPS'); its percentage cells are of "
              "peak or of a reference when the introduction says so ('relative to the official implementation')"),
-    ("unit", "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
+    ("unit", "a numbered step that is the library it is measured against (`Kernel 0: Simple cuBLAS call`) is no step; "
+             "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
              "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
              "record ends before the first record inside it, and a section left with nothing but its heading is "
              "none"),
