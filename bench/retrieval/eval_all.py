@@ -111,7 +111,7 @@ def main() -> int:
         if specs is None or not files:
             print(f"note: set {name} skipped (its corpus or questions are not on this machine)", file=sys.stderr)
             continue
-        brain = Brain(Settings(home=args.homes / name / Settings().model), embedder=embedder)  # one per model
+        brain = Brain(Settings(home=args.homes / name / Path(Settings().model).name), embedder=embedder)  # one per model (a model given by path: its folder name)
         embedder = brain.embedder
         manifest = brain.store.load_manifest()
         if manifest.generation and manifest.model and manifest.model != brain.settings.model:
