@@ -64,6 +64,9 @@ LIBRARY = re.compile(r"\b(cublas(lt)?|cudnn|torch|pytorch|rocblas|hipblas(lt)?|r
 COUNTED = re.compile(r"\s*(?:[A-Z]{3,5}\s+)?(instructions?|registers?|regs?|bytes?|[KMG]i?B\b(?!/)|lines?|rows?|ops|"
                      r"operations?|threads?|warps?|ctas?|blocks?|stages?|elements?|values?|spills?|calls?|launches|"
                      r"kernels?|tiles?|iterations?|waves?|bits?|sms?\b|wavefronts?|loads?|stores?)\b", _I)
+# "total instructions increased from", "register count went from": the subject is counted, not timed
+COUNTED_BEFORE = re.compile(r"\b(instructions?|registers?|bytes|ops|operations|threads|warps|elements|spills|calls|"
+                            r"launches|iterations|waves|bits|loads|stores|count)\s+(?:\w+\s+){0,3}(?:from\s+)?$", _I)
 SHAPE = re.compile(r"\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?|(?<![\w.])\d{3,5}\s*[x×]\s*"
                    r"\d{3,5}(?:\s*[x×]\s*\d{1,5})?(?![\w.])|\b(?:batch(?:[ _]size)?|bs|seq(?:len|_len)?)\s*[=:]?\s*\d+", _I)
 PARAM = re.compile(r"\b(tiles?|tile[_ ]?[mnk]|block[_ ]?(size|[mnk])?|stages?|warps?|threads?|splits?|unroll|registers?|"
@@ -209,8 +212,8 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
             unit = canonical(ux or uy or "")
             if unit in ("s", "x") and not (ux and uy):
                 unit = ""  # "2 -> 3 s" is rarely seconds; "4x -> 8" is a tile
-            if not unit and COUNTED.match(text[m.end():m.end() + 24]):
-                continue  # "from 1,045 to 909 SASS instructions": counted in its own noun
+            if not unit and (COUNTED.match(text[m.end():m.end() + 24]) or COUNTED_BEFORE.search(text[max(0, m.start() - 40):m.start()])):
+                continue  # "from 1,045 to 909 SASS instructions", "instructions increased from X to Y": counted
             if LIBRARY.search(re.split(r"(?<=[.!?])\s", text[max(0, m.start() - 160):m.start()])[-1]):
                 continue  # "cuBLAS times rose too (82.8 -> 125.3 µs)": a reference's figure, not this change's
             unit = unit or near_unit(m)

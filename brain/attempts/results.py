@@ -17,7 +17,7 @@ from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
 from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, TIME_SCALE, cell_number, cell_unit, cell_value
-from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit
+from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit, metric_of
 
 _I = re.I
 # sections whose tables describe the hardware, a profile or a target: no variants measured
@@ -89,6 +89,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 usable: set[int], whole: set[int]) -> list[Step]:
     """The steps results tables (doc_tables) add, and the rows that join steps named elsewhere (module docstring)."""
     seen: dict[str, Fig] = {}  # each row name an earlier table measured, with its figure
+    doc_units = _doc_units(lines)
     by_name: dict[str, Step] = {}
     for st in steps:
         for nm in st.names:
@@ -99,7 +100,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
         t = _transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
-            t = _with_context_unit(lines, t)
+            t = _with_context_unit(lines, t, doc_units)
             col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
             continue
@@ -111,7 +112,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
         if paired is not None:
             out += paired
             continue
-        unit = _col_unit(t, col)
+        unit = _col_unit(t, col) or doc_units.get(header_metric(t.header[col], ""), "")  # `| Bandwidth |`
         metric = header_metric(t.header[col], unit)
         # columns measuring the same thing in the same unit at sizes their headings name are shapes
         # (`M=1024 (us) | M=4096 (us)`); `Effective bandwidth | Achieved bandwidth` are two measures
@@ -170,7 +171,9 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
         # rows naming a step told elsewhere: a section, or a list item that measures nothing itself
         joins = {k for k, st in by_name.items() if st.kind == "section" or (
             st.kind == "item" and not st.pairs and all(f.kind == "joined" for f in st.state))}
-        variants = [r for r in new if not (row_keys(r[1]) & joins) and not R.BASE_ROW.search(r[1]) and not R.library_row(r[1])]
+        worded = _word_joins(rows, [st for st in steps if st.kind == "section"])
+        variants = [r for r in new if not (row_keys(r[1]) & joins) and id(r) not in worded
+                    and not R.BASE_ROW.search(r[1]) and not R.library_row(r[1])]
         if holder is None and len(variants) == 1 and sec in usable and all(r in variants or r in bases for r in new) \
                 and (step_name(variants[0][1]) or befores[id(variants[0])]) \
                 and not any(st.section == sec and st.kind != "segment" for st in steps + out):
@@ -200,7 +203,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 out.append(st)
             continue
         for r in rows:
-            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None)
+            st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None) or worded.get(id(r))
             if st is None or st.pairs or st.kind not in ("section", "item"):
                 continue
             # a summary table is a progression too: the row before a step's row (or the table's Baseline row)
@@ -279,6 +282,20 @@ def named_sections(secs: list[T.Section], blocked: set[int], tables: list[T.Tabl
     return out if len(out) >= 2 else {}
 
 
+def _word_joins(rows: list, steps: list[Step]) -> dict[int, Step]:
+    """Rows that name sections by their words, in the sections' order (`| coalescing |`, `| tiled_register |` for
+    `## Kernel 2: Applying memory coalescing`, `## Kernel 4: shared memory tiling and register tiling`): each row
+    joins the first section after the previous row's whose title holds all its words; two or more, or none."""
+    order = sorted(steps, key=lambda st: st.start)
+    out, k = {}, 0
+    for r in rows:
+        w = _words(r[1])
+        j = next((j for j in range(k, len(order)) if w and w <= _words(order[j].title)), None)
+        if j is not None:
+            out[id(r)], k = order[j], j + 1
+    return out if len(out) >= 2 else {}
+
+
 def _words(name: str) -> frozenset:
     """A name's words, stemmed (`tiles`, `tiling` -> `til`), without step words and numbers."""
     words = re.findall(r"[^\W\d_]{3,}", T.clean(name).lower())
@@ -305,7 +322,19 @@ UNIT_WORDS = {"microseconds": "us", "microsecond": "us", "milliseconds": "ms", "
               "nanoseconds": "ns", "seconds": "s"}
 
 
-def _with_context_unit(lines: list[str], t: T.Table) -> T.Table:
+def _doc_units(lines: list[str]) -> dict[str, str]:
+    """The unit the document writes each metric in most often (`896 GB/s` -> bandwidth: GB/s)."""
+    counts: dict[tuple, int] = {}
+    for u in re.findall(r"\d\s*(" + UNIT + r")(?![\w/])", "\n".join(lines)):
+        key = (metric_of(canonical(u)), canonical(u))
+        counts[key] = counts.get(key, 0) + 1
+    out: dict[str, str] = {}
+    for (metric, unit), _ in sorted(counts.items(), key=lambda kv: kv[1]):
+        out[metric] = unit
+    return out
+
+
+def _with_context_unit(lines: list[str], t: T.Table, doc_units: dict[str, str]) -> T.Table:
     """A table whose headings and cells name no unit takes the one its introduction or caption names ("runtime
     in microseconds:", "(GFLOP/s)"): each numeric column's heading gets it."""
     after = lines[t.end + 1] if t.end + 1 < len(lines) and lines[t.end + 1].strip() else \
@@ -323,7 +352,13 @@ def _with_context_unit(lines: list[str], t: T.Table) -> T.Table:
             return T.Table(t.line, [f"{h} (% of {of})" if k in percent else h for k, h in enumerate(t.header)],
                            t.rows, t.end)
     if not unit or unit in ("x", "%", "s") and not m.group(2):
-        return t
+        # `| Mean Effective Bandwidth |` after "peak bandwidth is 896 GB/s": the unit the text gives that metric
+        said = {**doc_units, **{metric_of(canonical(u)): canonical(u)
+                                for u in re.findall(r"\d\s*(" + UNIT + r")(?![\w/])", context)}}
+        header = [h if k == 0 or header_unit(h) or header_metric(h, "") not in said
+                  or header_metric(h, "") in ("other", "speedup") else f"{h} ({said[header_metric(h, '')]})"
+                  for k, h in enumerate(t.header)]
+        return T.Table(t.line, header, t.rows, t.end) if header != t.header else t
     header = [h if k == 0 or header_unit(h) or "(" in h else f"{h} ({unit})" for k, h in enumerate(t.header)]
     return T.Table(t.line, header, t.rows, t.end)
 

@@ -48,7 +48,7 @@ RULES = [
              "with no other steps; a document's title section when no heading stands under it): in a step's own "
              "table, that step's "
              "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps: the "
-             "library opens the row's name or the name is three words or fewer, or the row's description is a library: `| Kernel 0 | rocBLAS |`; it is no Baseline row; a row whose "
+             "library opens the row's name or the name is three words or fewer, or the row's description is a library: `| Kernel 0 | rocBLAS |`; it is no Baseline row; a short name with `reference` (`jnp.sum reference`) is a reference too; a row whose "
              "name gives another unit, `Reference (TFLOPs)` under a column of percentages, is what they are of); "
              "a row named by a list item elsewhere that opens with its name (`2. transpose_v1: ...`) cites that "
              "item; "
@@ -60,7 +60,8 @@ RULES = [
              "different ops: a step per row, its own pair. Rows of sizes under columns of variants (`| Size | "
              "Naive | Tiled |`): a step per column over the sizes. Variants across and measures down: read the "
              "usual way round (when most rows name a measure). A table whose headings name no unit takes the one its "
-             "introduction names ('runtime in microseconds:', 'Reporting TFLOPS'); its percentage cells are of "
+             "introduction names ('runtime in microseconds:', 'Reporting TFLOPS'), a column that names only its metric "
+             "(`Mean Effective Bandwidth`) the unit the document writes that metric in; its percentage cells are of "
              "peak or of a reference when the introduction says so ('relative to the official implementation')"),
     ("unit", "a numbered step that is the library it is measured against (`Kernel 0: Simple cuBLAS call`) is no step; "
              "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
@@ -109,7 +110,7 @@ RULES = [
     ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a (from b)`, `a, down from b`, `a / b vs c "
                 "/ d`, `A ... improvement over "
                 "the B` (B a previous version, not a library); a unitless pair borrows a time unit written near it "
-                "unless a noun follows it (`909 SASS instructions`); a pair whose sentence names cuBLAS, torch or "
+                "unless a noun follows it (`909 SASS instructions`) or its subject is counted (`instructions increased from`); a pair whose sentence names cuBLAS, torch or "
                 "the reference kernel before it is that library's figure"),
     ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`, `the FOM improved by "
                 "68%`, `reduces the sampling time by 50%`, `throughput went up by 18%`, `slower (~2%)`: before 1, "
@@ -149,7 +150,8 @@ RULES = [
                 "(`2.08s`, `32.52ms` are one time in two units, converted), an absolute measure before a ratio, then the metric the "
                 "document's prose quotes most, then a rate (throughput, bandwidth) before a time before the rest (columns of the same metric and unit are shapes of it where their "
                 "headings name sizes and nothing else differs, `M=1024 (us)`, not `A100 seq 4096 | RTX 3090 seq 4096`; `Effective | Achieved bandwidth` are two measures); a "
-                "summary row joins a step by name (Kernel 4, kernel_4, kernel4, `v2` for `Version 2`, a function the step defines, "
+                "summary row joins a step by name (Kernel 4, kernel_4, kernel4, `v2` for `Version 2`, rows that name sections by their words "
+                "in the sections' order: `tiled_register` for `Kernel 4: ... register tiling`, a function the step defines, "
                 "`4: ...` for step 4) where the step's text gives no figure or a ratio; a summary table is a "
                 "progression too: the row above the step's row (or the table's Baseline row) is its baseline"),
     ("figure", "the deciding figure, first in figures: a Total / overall / end-to-end row; else a figure the "
