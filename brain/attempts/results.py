@@ -12,12 +12,14 @@ from __future__ import annotations
 import re
 
 from brain.attempts import rows as R
+from brain.attempts.columns import (choose_column, col_unit, doc_units, sized, times, transposed, unsized,
+                                    with_context_unit)
 from brain.attempts.logs import log_tables
 from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
 from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
-from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, TIME_SCALE, cell_number, cell_unit, cell_value
-from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit, metric_of
+from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, cell_unit, cell_value
+from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit
 
 _I = re.I
 # sections whose tables describe the hardware, a profile or a target: no variants measured
@@ -27,7 +29,6 @@ NO_TABLE = re.compile(r"\b(specifications?|hardware|theor\w*|profil\w*|breakdown
 ESTIMATE_COL = re.compile(r"typical|expected|estimat|potential|projected|ideal|upper bound|budget|"
                           r"^\W*(theoretical|peak|sol|target)\b", _I)
 ESTIMATE = re.compile(r"\b(expected|estimated?|projected|potential|plan(ned)?|proposals?)\b", _I)
-GAIN = re.compile(r"\b(improvement|gain|speed-?up|current|with(out)?)\b", _I)
 GENERIC_WORDS = {"the", "and", "with", "for", "using", "kernel", "kernels", "version", "step", "optimization",
                  "implementation", "gemm", "sgemm", "matmul", "via", "from", "into"}
 # a first-column heading naming a problem size: its rows are shapes of one measurement, not variants
@@ -39,47 +40,6 @@ SHAPE_NAME = re.compile(r"\W*(?:(?:[mnkbl]|bs|batch|seq(?:len)?|n)\s*[=:]?\s*\d[
 DIM = re.compile(r"(?<![A-Za-z])[MNKBGLHD]\s*=?\s*\d{2,6}\b|\b\d{2,6}\s*[x×]\s*\d{2,6}\b")
 
 
-
-def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | None:
-    """The deciding column of a results table: one in a single unit before one whose cells change unit (`2.08s`,
-    `32.52ms`), an absolute measure before a ratio, the metric the document's prose quotes most, then the first
-    such column."""
-    cands = []
-    for c in range(1, len(header)):
-        unit = header_unit(header[c]) or cell_unit(*(r[c] for _, r in rows if c < len(r)))
-        metric = header_metric(header[c], unit)
-        if metric == "other" or not any(c < len(r) and cell_number(r[c]) is not None for _, r in rows):
-            continue
-        written = _written_units(rows, c)
-        # `2.08s` and `32.52ms` in one column are one measure in two units (cell_value converts them)
-        mixed = not header_unit(header[c]) and len(written) > 1 and not all(canonical(u) in TIME_SCALE for u in written)
-        # a rate (GFLOP/s, GB/s) is what a table that also gives the time was made to show
-        cands.append((mixed, metric == "speedup", -doc_metrics.get(metric, 0),
-                      {"throughput": 0, "bandwidth": 0, "latency": 1}.get(metric, 2), c))
-    return min(cands)[-1] if cands else None
-
-
-def _unsized(header: str) -> str:
-    """A heading without its numbers: `M=1024 (us)` and `M=4096 (us)` are one measure at two sizes; `A100
-    seq 4096` and `RTX 3090 seq 4096` are two GPUs."""
-    return re.sub(r"[\d\s]+", " ", T.clean(header)).strip().lower()
-
-
-def _written_units(rows: list, c: int) -> set[str]:
-    return {m.group(1).lower() for _, r in rows if c < len(r) for m in [re.search(r"\d\s*([^\W\d_]+)", r[c])] if m}
-
-
-def _times(t: T.Table, c: int) -> bool:
-    """Is a column's every written unit a time (`2.08s`, `32.52ms`)?"""
-    written = _written_units(t.rows, c)
-    return bool(written) and all(canonical(u) in TIME_SCALE for u in written)
-
-
-def _sized(header: str) -> bool:
-    """A column heading naming a size (`M=1024 (us)`, `4096x4096`, `bs 8`), once its unit is set aside."""
-    return bool(re.search(r"\d", re.sub(r"[(\[][^)\]]*[)\]]", "", header)))
-
-
 def doc_tables(lines: list[str]) -> list[T.Table]:
     """Every results table of a document: pipe, HTML and tab-separated tables, and program output read as one."""
     return T.tables(lines, 0, len(lines) - 1) + log_tables(lines)
@@ -89,7 +49,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 usable: set[int], whole: set[int]) -> list[Step]:
     """The steps results tables (doc_tables) add, and the rows that join steps named elsewhere (module docstring)."""
     seen: dict[str, Fig] = {}  # each row name an earlier table measured, with its figure
-    doc_units = _doc_units(lines)
+    unit_of = doc_units(lines)  # the unit the document writes each metric in
     by_name: dict[str, Step] = {}
     for st in steps:
         for nm in st.names:
@@ -97,10 +57,10 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
     out: list[Step] = []
     segments: dict[int, list[tuple[Step, T.Table]]] = {}
     for t in tables:
-        t = _transposed(t)
+        t = transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
-            t = _with_context_unit(lines, t, doc_units)
+            t = with_context_unit(lines, t, unit_of)
             col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
             continue
@@ -112,13 +72,13 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
         if paired is not None:
             out += paired
             continue
-        unit = _col_unit(t, col) or doc_units.get(header_metric(t.header[col], ""), "")  # `| Bandwidth |`
+        unit = col_unit(t, col) or unit_of.get(header_metric(t.header[col], ""), "")  # `| Bandwidth |`
         metric = header_metric(t.header[col], unit)
         # columns measuring the same thing in the same unit at sizes their headings name are shapes
         # (`M=1024 (us) | M=4096 (us)`); `Effective bandwidth | Achieved bandwidth` are two measures
         cols = [c for c in range(1, len(t.header)) if c == col or (
-            _col_unit(t, c) == unit and header_metric(t.header[c], unit) == metric and metric != "other"
-            and _sized(t.header[c]) and _sized(t.header[col]) and _unsized(t.header[c]) == _unsized(t.header[col]))]
+            col_unit(t, c) == unit and header_metric(t.header[c], unit) == metric and metric != "other"
+            and sized(t.header[c]) and sized(t.header[col]) and unsized(t.header[c]) == unsized(t.header[col]))]
         rows = []
         for line, c in t.rows:
             v = cell_value(c[col], unit) if col < len(c) else None
@@ -187,7 +147,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
             by_name[r[2]] = st
             continue
         if len(variants) >= 2 and sec in usable and _progression(t, col, rows, secs, sec, holder or sec in whole):
-            text_col = next((c for c in range(1, len(t.header)) if c != col and not _col_unit(t, c)
+            text_col = next((c for c in range(1, len(t.header)) if c != col and not col_unit(t, c)
                              and header_metric(t.header[c], "") == "other" and all(
                 c < len(cs) and re.search(r"[^\W\d_]{2}", cs[c]) for _, cs in t.rows)), None)
             for r in variants:
@@ -251,7 +211,7 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
             DIFF_COL.search(h) and any(c < len(cs) and cell_number(cs[c]) is not None for _, cs in t.rows)
             for c, h in enumerate(t.header) if c):
         return False
-    if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1 and not _times(t, col):
+    if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1 and not times(t, col):
         return False
     return not holder or any(R.BASE_ROW.search(r[1]) for r in rows) \
         or all(step_name(r[1]) for r in rows if not R.library_row(r[1]))
@@ -263,7 +223,7 @@ def named_sections(secs: list[T.Section], blocked: set[int], tables: list[T.Tabl
     heads = {k: _words(s.title) for k, s in enumerate(secs) if k and k not in blocked and not s.excluded}
     out: dict[int, set] = {}
     for t in tables:
-        t = _transposed(t)
+        t = transposed(t)
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
             continue
@@ -302,67 +262,6 @@ def _words(name: str) -> frozenset:
     return frozenset(re.sub(r"(ing|ed|es|s)$", "", x) for x in words if x not in GENERIC_WORDS)
 
 
-def _transposed(t: T.Table) -> T.Table:
-    """A table with the variants across and the measures down (`| | v0 | v1 | v2 |` over `| Time (us) | ... |`)
-    read the usual way round: a row per variant, a column per measure."""
-    measures = [c[0] for _, c in t.rows if c and header_metric(c[0], header_unit(c[0])) != "other"]
-    names = [h for h in t.header[1:] if re.search(r"[^\W\d_]{2}|^\W*v\d", T.clean(h), _I) and not header_unit(h)
-             and header_metric(h, "") == "other"]
-    if not measures or 2 * len(measures) < len(t.rows) or len(names) < 2 or len(names) < len(t.header) - 2 or any(
-            AFTER_COL.search(h) or DIFF_COL.search(h) or GAIN.search(h) for h in t.header):
-        return t  # `| Metric | Current | With X | Improvement |` compares two versions: its pairs are its section's
-    rows = [(t.line, [t.header[c]] + [r[c] if c < len(r) else "" for _, r in t.rows]) for c in range(1, len(t.header))]
-    return T.Table(t.line, [t.header[0]] + [r[0] if r else "" for _, r in t.rows], rows, t.end)
-
-
-PEAK_CONTEXT = re.compile(r"\b(peak|theoretical|speed[- ]of[- ]light|sol|roofline|utili[sz]ation)\b", _I)
-REFERENCE_CONTEXT = re.compile(r"\b(relative to|compared (to|with)|vs\.?|of the (official|reference|baseline)|"
-                               r"cublas|cudnn|pytorch|torch|reference)\b", _I)
-UNIT_WORDS = {"microseconds": "us", "microsecond": "us", "milliseconds": "ms", "millisecond": "ms",
-              "nanoseconds": "ns", "seconds": "s"}
-
-
-def _doc_units(lines: list[str]) -> dict[str, str]:
-    """The unit the document writes each metric in most often (`896 GB/s` -> bandwidth: GB/s)."""
-    counts: dict[tuple, int] = {}
-    for u in re.findall(r"\d\s*(" + UNIT + r")(?![\w/])", "\n".join(lines)):
-        key = (metric_of(canonical(u)), canonical(u))
-        counts[key] = counts.get(key, 0) + 1
-    out: dict[str, str] = {}
-    for (metric, unit), _ in sorted(counts.items(), key=lambda kv: kv[1]):
-        out[metric] = unit
-    return out
-
-
-def _with_context_unit(lines: list[str], t: T.Table, doc_units: dict[str, str]) -> T.Table:
-    """A table whose headings and cells name no unit takes the one its introduction or caption names ("runtime
-    in microseconds:", "(GFLOP/s)"): each numeric column's heading gets it."""
-    after = lines[t.end + 1] if t.end + 1 < len(lines) and lines[t.end + 1].strip() else \
-        (lines[t.end + 2] if t.end + 2 < len(lines) else "")
-    context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "")
-    m = re.search(r"(?:\(|\b(?:in|of|reporting|reports?)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
-                  context, _I)
-    unit = m and (UNIT_WORDS.get((m.group(2) or "").lower()) or canonical(m.group(1) or ""))
-    percent = [k for k, h in enumerate(t.header) if k and not header_unit(h)
-               and any(k < len(r) and re.search(r"\d\s*%", r[k]) for _, r in t.rows)]
-    if percent and (not unit or unit == "%"):
-        # `15.8%` cells under `A100` after "performance relative to the official implementation": % of it
-        of = "peak" if PEAK_CONTEXT.search(context) else "reference" if REFERENCE_CONTEXT.search(context) else ""
-        if of:
-            return T.Table(t.line, [f"{h} (% of {of})" if k in percent else h for k, h in enumerate(t.header)],
-                           t.rows, t.end)
-    if not unit or unit in ("x", "%", "s") and not m.group(2):
-        # `| Mean Effective Bandwidth |` after "peak bandwidth is 896 GB/s": the unit the text gives that metric
-        said = {**doc_units, **{metric_of(canonical(u)): canonical(u)
-                                for u in re.findall(r"\d\s*(" + UNIT + r")(?![\w/])", context)}}
-        header = [h if k == 0 or header_unit(h) or header_metric(h, "") not in said
-                  or header_metric(h, "") in ("other", "speedup") else f"{h} ({said[header_metric(h, '')]})"
-                  for k, h in enumerate(t.header)]
-        return T.Table(t.line, header, t.rows, t.end) if header != t.header else t
-    header = [h if k == 0 or header_unit(h) or "(" in h else f"{h} ({unit})" for k, h in enumerate(t.header)]
-    return T.Table(t.line, header, t.rows, t.end)
-
-
 def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
     """Rows of sizes, columns of variants (`| Size | Naive | Tiled | cuBLAS |`): each column that is not a
     library's is a step measured over the sizes (the median decides), after the column before it."""
@@ -370,9 +269,9 @@ def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
             or any(BEFORE_COL.search(h) or AFTER_COL.search(h) or DIFF_COL.search(h) for h in t.header[1:]):
         return []  # a before / after table: its pairs are its section's
     named = [c for c in range(1, len(t.header)) if re.search(r"[^\W\d_]{2}", re.sub(r"\([^)]*\)", "", t.header[c]))
-             and not _sized(t.header[c]) and not ESTIMATE_COL.search(t.header[c])
+             and not sized(t.header[c]) and not ESTIMATE_COL.search(t.header[c])
              and any(c < len(r) and cell_number(r[c]) is not None for _, r in t.rows)]
-    units = {_col_unit(t, c) for c in named}
+    units = {col_unit(t, c) for c in named}
     if len(named) < 2 or len(units) != 1 or not units.pop():
         return []
     sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
@@ -385,7 +284,7 @@ def _column_steps(t: T.Table, secs: list[T.Section]) -> list[Step]:
         for n, (line, cs) in enumerate(t.rows):
             v = cell_number(cs[c]) if c < len(cs) else None
             if v is not None:
-                f = make(T.clean(cs[0]), None, v, _col_unit(t, c), line, "row")
+                f = make(T.clean(cs[0]), None, v, col_unit(t, c), line, "row")
                 f.shape = n
                 figs.append(f)
         st = Step("row", name[:90], t.line, t.end, sec, {norm(name)}, figs, table=t.line,
@@ -411,7 +310,7 @@ def _pair_rows(t: T.Table, secs: list[T.Section], steps: list[Step]) -> list[Ste
     if len(rows) < 2 or inside or not _progression(t, after, [(a, b, norm(b), 0, c) for a, b, c in rows], secs, sec,
                                                    False):
         return None
-    unit = _col_unit(t, after) or _col_unit(t, before)
+    unit = col_unit(t, after) or col_unit(t, before)
     out = []
     for line, name, c in rows:
         f = make(name, cell_number(c[before]), cell_number(c[after]), unit, line, "pair",
@@ -476,5 +375,3 @@ def _comment_end(lines: list[str], after: int, limit: int) -> int:
     return after
 
 
-def _col_unit(t: T.Table, c: int) -> str:
-    return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r)))
