@@ -358,3 +358,22 @@ def test_rows_that_name_sections_by_their_words_join_them_in_order():
     assert got["Kernel 3: Shared memory tiling"] == ("improved", (3000.0, 4000.0, "GFLOP/s"))  # not the 1.3x
     # an instruction count moving is no time: the row decides
     assert got["Kernel 4: Shared memory tiling and register tiling"] == ("improved", (4000.0, 7000.0, "GFLOP/s"))
+
+
+APPLIED = """# Low-bit GEMM, phase 2
+
+## 1. Phase 1 summary
+
+Three changes were made to the production kernel (`lowbit_gemm_prod`):
+
+1. **Two-tier split heuristic.** Split the reduction only when the data spills out of L2. Impact: the 8B
+   shape improved from 115us to 87us.
+
+2. **Branchless scale decode.** Removes two conditional branches from the inner loop.
+"""
+
+
+def test_changes_a_long_sentence_introduces_are_attempts():
+    got = by_title(APPLIED)
+    assert got["Two-tier split heuristic"] == ("improved", (115.0, 87.0, "us"))
+    assert "Branchless scale decode" in got

@@ -91,7 +91,7 @@ RULES = [
              "is neutral)"),
     ("unit", "items under a Tried and dropped / dead ends heading, or introduced by 'things I tried that did not "
              "work:'; named items (`- **Cache hints:** ...`) introduced as the techniques / optimizations / "
-             "improvements applied ('we employ the following techniques:'), and the paragraphs beside them that "
+             "improvements / changes applied ('we employ the following techniques:', 'Three changes were made to the kernel:'), and the paragraphs beside them that "
              "measure a change"),
     ("unit", "items under a Bugs / issues found / pitfalls / what went wrong heading: the bug, or (Fixed ..., the fix) its fix; "
              "a 'Bug:' / 'found a bug' paragraph in a progression"),

@@ -61,7 +61,7 @@ INTRO_FUTURE = re.compile(r"(next (?:steps?|optimi[sz]ations?|ideas?|things)|fut
                           r"ideas? (?:for|to)|could (?:still )?be improved|further (?:improvements?|optimi[sz]ations?|work)|"
                           r"left to try|not yet (?:tried|implemented))[^.!?]*:\s*$", _I)
 # "we employ the following techniques:", "Other performance improvements include:"
-INTRO_APPLIED = re.compile(r"(techniques|optimi[sz]ations|improvements|tricks|changes|modifications)\b[^.!?]{0,40}:\s*$|"
+INTRO_APPLIED = re.compile(r"(techniques|optimi[sz]ations|improvements|tricks|changes|modifications)\b[^.!?]{0,60}:\s*$|"
                            r"\bfollowing\s+(?:\w+\s+)?(techniques|optimi[sz]ations|improvements|tricks)\b[^.!?]*:\s*$",
                            _I)
 INTRO_DROPPED = re.compile(r"(did(?: not|n't) (?:work|help|pan out)|no gain|dead[- ]ends?|tried and dropped|"
@@ -302,7 +302,7 @@ def _title(text: str) -> str:
     text = re.sub(r"^\s*(?:[-*+•]|\d+[.)]|\d+ -)\s+", "", text.strip())
     m = re.match(r"^\*\*(.+?)\*\*", text)
     if m:
-        return T.clean(m.group(1)).rstrip(":")
+        return T.clean(m.group(1)).rstrip(":.")
     return T.clean(re.split(r"(?<=[a-z0-9)\]])[.:;!?]\s|\s\(|:\s*$", text, maxsplit=1)[0])[:90]
 
 
