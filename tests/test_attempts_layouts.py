@@ -377,3 +377,31 @@ def test_changes_a_long_sentence_introduces_are_attempts():
     got = by_title(APPLIED)
     assert got["Two-tier split heuristic"] == ("improved", (115.0, 87.0, "us"))
     assert "Branchless scale decode" in got
+
+
+PLAN = """# HIP matmul optimization plan
+
+## Performance history
+
+| Change | N=8192 TFLOPS | Delta |
+|---|---|---|
+| Step1: remove a barrier | 28.0 | - |
+| Step2: split the preload | 30.0 | +7.1% |
+| Step3: compile-time fast path | 30.3 | +1.0% |
+
+## Rejected experiments
+
+| Experiment | Result | Root cause |
+|---|---|---|
+| four LDS stages | -20% | occupancy halved |
+| swizzled B writes | -1% | no benefit |
+| separate B loads in asm | Failed | compiler generates wrong code |
+"""
+
+
+def test_a_plan_titled_document_keeps_its_progression_and_signed_results_are_ratios():
+    got = by_title(PLAN)
+    assert got["Step2: split the preload"] == ("improved", (28.0, 30.0, "TFLOP/s"))  # a Delta column is no breakdown
+    assert got["four LDS stages"] == ("regressed", (1.0, 0.8, "x"))  # -20% of a throughput
+    assert got["swizzled B writes"][0] == "neutral"
+    assert got["separate B loads in asm"][0] == "failed"

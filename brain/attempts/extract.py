@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
@@ -20,11 +21,11 @@ from brain.attempts import find
 from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, _squash, dedupe, deciding, figure_verdict, text_figures
 from brain.attempts.tables import table_figures
-from brain.attempts.units import better_of, canonical, metric_of
+from brain.attempts.units import better_of, canonical, header_metric, header_unit, metric_of
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 18  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 19  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -103,7 +104,10 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
     secs = T.sections(lines, suffix)
     find.flag(secs)
     doc_title = next((s.title for s in secs if s.level == 1), secs[1].title if len(secs) > 1 else "")
-    merit = find.doc_metrics(lines).most_common(1)
+    # the figure of merit: the metric the prose quotes most, else the one its tables' headings name most
+    merit = find.doc_metrics(lines).most_common(1) or Counter(
+        m for t in T.tables(lines, 0, len(lines) - 1) for h in t.header[1:]
+        for m in [header_metric(h, header_unit(h))] if header_unit(h) and m not in ("other", "speedup")).most_common(1)
     doc = _Doc(lines, secs, doc_title, "\n".join(lines), _headlines(lines, secs),
                better_of(merit[0][0]) if merit else None)
     records = [_written(doc, u, source, corpus) or _record(doc, u, source, corpus) for u in find.units(lines, secs)]
@@ -138,6 +142,17 @@ def _step_figures(st) -> list[Fig]:
                     a.mixed)
             figs.append(f)
     return figs or list(st.ratios)  # a ratio only where nothing absolute compares
+
+
+def _signed_cell(row: str, line: int, better: str | None) -> list[Fig]:
+    """`| Split-phase prefetch | -20% | ... |`: a signed percentage in a row's result is its change, as a ratio in
+    the direction of the document's figure of merit (-20% of a throughput: 1 -> 0.8 x)."""
+    m = next((m for c in T.cells(row)[1:] for m in [F.SIGNED.match(c.strip())] if m and m.group(3) == "%"), None)
+    if m is None or better not in ("higher", "lower"):
+        return []
+    after = round(1 + (1 if m.group(1) == "+" else -1) * T.num(m.group(2)) / 100, 4)
+    metric = "speedup" if better == "higher" else "latency"
+    return [Fig("", 1.0, after, "x", metric, better, line, "ratio")]
 
 
 def _written(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record | None:
@@ -177,6 +192,7 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
         figs = _step_figures(u.step)
     elif u.start == u.end and lines[u.start].lstrip().startswith("|"):  # a table row: the figures in its cells
         figs = [replace(f, line=u.start) for f in text_figures([" ; ".join(T.cells(lines[u.start]))], 0, 0, states=False)]
+        figs = figs or _signed_cell(lines[u.start], u.start, doc.better)
     else:
         figs = tfigs + [f for f in text_figures(lines, u.start, u.end, states=False)]
     figs = [f for f in figs if f.before is not None]

@@ -58,7 +58,7 @@ ARCH = re.compile(_L + r"(Hopper|Blackwell|Ampere|Turing|Volta|CDNA ?\d|sm_?\d{2
 DTYPE = re.compile(_L + r"(nvfp4|mxfp4|mxfp8|fp4|fp8|e4m3|e5m2|bf16|bfloat16|fp16|float16|half|fp32|float32|tf32|"
                    r"fp64|float64|double|int8|int4|w4a8|w8a8|w4a16)" + _R, _I)
 SHAPES = [re.compile(p, _I) for p in (  # most specific first: a tile size is written like a 2-d shape
-    r"(\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?)",
+    r"((?<![\w.])\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?)",  # not kUnrollK=1
     _L + r"(\d{3,6}\s*[x×]\s*\d{3,6}\s*[x×]\s*\d{1,6})" + _R,
     r"((?:nx,\s*ny,\s*nz|batch(?:[ _]size)?|seq(?:len|_len)?|context(?: length)?)\s*[=:]?\s*\d[\d, ]*\d?)",
     _L + r"(\d+[KM]\s+(?:elements|tokens|context))",

@@ -67,7 +67,7 @@ COUNTED = re.compile(r"\s*(?:[A-Z]{3,5}\s+)?(instructions?|registers?|regs?|byte
 # "total instructions increased from", "register count went from": the subject is counted, not timed
 COUNTED_BEFORE = re.compile(r"\b(instructions?|registers?|bytes|ops|operations|threads|warps|elements|spills|calls|"
                             r"launches|iterations|waves|bits|loads|stores|count)\s+(?:\w+\s+){0,3}(?:from\s+)?$", _I)
-SHAPE = re.compile(r"\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?|(?<![\w.])\d{3,5}\s*[x×]\s*"
+SHAPE = re.compile(r"(?<![\w.])\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?|(?<![\w.])\d{3,5}\s*[x×]\s*"
                    r"\d{3,5}(?:\s*[x×]\s*\d{1,5})?(?![\w.])|\b(?:batch(?:[ _]size)?|bs|seq(?:len|_len)?)\s*[=:]?\s*\d+", _I)
 PARAM = re.compile(r"\b(tiles?|tile[_ ]?[mnk]|block[_ ]?(size|[mnk])?|stages?|warps?|threads?|splits?|unroll|registers?|"
                    r"clusters?|num_\w+|sizes?|width|depth|factor|chunks?|groups?|heads?|dims?|m|n|k|[A-Z_]{3,})[ _=]{0,3}"

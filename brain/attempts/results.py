@@ -203,11 +203,16 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
     naming steps of their own."""
     k, titles = sec, []
     while k > 0:
-        titles.append(secs[k].title)
+        if secs[k].level > 1:  # the document's title colours nothing under it (`... Optimization Plan`)
+            titles.append(secs[k].title)
         k = secs[k].parent
     if any(NO_TABLE.search(x) or ESTIMATE.search(x) for x in titles) or ESTIMATE_COL.search(t.header[col]):
         return False
-    if any(TOTAL.search(r[1]) for r in rows) or any(
+    # a Diff column beside two columns of one measure compares them (a breakdown); beside one it is each row's
+    # change from the row above (`| Change | TFLOPS | Delta |`)
+    compared = sum(1 for c in range(1, len(t.header)) if not DIFF_COL.search(t.header[c])
+                   and col_unit(t, c) == col_unit(t, col)) >= 2
+    if any(TOTAL.search(r[1]) for r in rows) or compared and any(
             DIFF_COL.search(h) and any(c < len(cs) and cell_number(cs[c]) is not None for _, cs in t.rows)
             for c, h in enumerate(t.header) if c):
         return False

@@ -44,7 +44,7 @@ RULES = [
              "`M=1024`, `gemm N7168 K16384`) that are new to the document (not a recap with the same figures; the "
              "same names measured anew, an fp16 table after the fp32 one, are; the same names in another measure, `% of "
              "peak` after `GB/s`, are not), in any section but those on "
-             "hardware, theory, profiles, targets, setup and estimates (a summary or conclusion only in a document "
+             "hardware, theory, profiles, targets, setup and estimates (the document's own title vetoes nothing: `... Optimization Plan`) (a summary or conclusion only in a document "
              "with no other steps; a document's title section when no heading stands under it): in a step's own "
              "table, that step's "
              "measurement; two or more, a step each (library rows such as cuBLAS are references, no steps: the "
@@ -55,7 +55,7 @@ RULES = [
              "inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row "
              "or rows naming steps; one in a section of its own, the step its text up to the table describes (a "
              "section with several such tables is cut at them, and its text after the last one, when it measures "
-             "a change of its own, is the next step); not a breakdown (a Total row, a numeric Diff column), a "
+             "a change of its own, is the next step); not a breakdown (a Total row, a numeric Diff column beside two columns of one measure; a Delta column beside one is each row's change), a "
              "column of estimates or of mixed units. A table with a before and an after column whose rows name "
              "different ops: a step per row, its own pair. Rows of sizes under columns of variants (`| Size | "
              "Naive | Tiled |`): a step per column over the sizes. Variants across and measures down: read the "
@@ -87,7 +87,8 @@ RULES = [
              "`(TODO)`, `(coming soon)`"),
     ("unit", "a table whose first column names changes and another their outcome (`| Change | Result | Why |`, "
              "`| Optimization | Impact |`; not a column of estimates: `Typical speedup`): a record per row, its "
-             "verdict and figures from its cells (under a rejected / reverted heading a row that says nothing "
+             "verdict and figures from its cells (a signed percentage alone, `-20%`, is a ratio in the direction of the "
+             "document's figure of merit: 1 -> 0.8 x; under a rejected / reverted heading a row that says nothing "
              "is neutral)"),
     ("unit", "items under a Tried and dropped / dead ends heading, or introduced by 'things I tried that did not "
              "work:'; named items (`- **Cache hints:** ...`) introduced as the techniques / optimizations / "
@@ -168,7 +169,8 @@ RULES = [
     ("verdict", "the deciding figure by its direction: a change under 2% (3% with a no-gain phrase) is neutral, "
                 "unless every shape that moved beyond 2% moved one way; else improved / regressed"),
     ("verdict", "no deciding figure: a signed change in the heading (`(+0.5 TFLOPS)`, `(-7%)`) in the direction "
-                "of its unit, a bare percentage in the direction of the document's most quoted metric"),
+                "of its unit, a bare percentage in the direction of the document's figure of merit (the metric its "
+                "prose quotes most, else the one its tables' headings name most)"),
     ("verdict", "a step measured with nothing before it: the outcome its heading says ('slower everywhere'), else "
                 "inconclusive"),
     ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "
