@@ -1,7 +1,7 @@
 """Per-field precision and recall of the attempt extractor (brain/attempts/extract.py) on hand labels.
 
     python bench/retrieval/attempts_extraction.py [--labels bench/data/attempts_labels.json] [--json] [--show]
-    python bench/retrieval/attempts_extraction.py --set worklogs|worklogs_b|worklogs_c|worklogs_d|worklogs_e|worklogs_f|worklogs_g [--root DIR] [--split tune|report|all]
+    python bench/retrieval/attempts_extraction.py --set worklogs|worklogs_b|worklogs_c|worklogs_d|worklogs_e|worklogs_f|worklogs_g|worklogs_h [--root DIR] [--split tune|report|all]
                                                   [--show] [--json]
     python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md
     python bench/retrieval/attempts_extraction.py --time docs_corpus/worklog-sm90-kernels.md
@@ -56,7 +56,8 @@ WORKLOG_SETS = {"worklogs": (WORKLOG_LABELS, WORKLOGS),
                 "worklogs_d": (ROOT / "bench" / "data" / "attempts_labels_worklogs_d.json", None),
                 "worklogs_e": (ROOT / "bench" / "data" / "attempts_labels_worklogs_e.json", None),
                 "worklogs_f": (ROOT / "bench" / "data" / "attempts_labels_worklogs_f.json", None),
-                "worklogs_g": (ROOT / "bench" / "data" / "attempts_labels_worklogs_g.json", None)}
+                "worklogs_g": (ROOT / "bench" / "data" / "attempts_labels_worklogs_g.json", None),
+                "worklogs_h": (ROOT / "bench" / "data" / "attempts_labels_worklogs_h.json", None)}
 
 TEXT_FIELDS = ("title", "hypothesis", "change", "lesson")
 
@@ -222,7 +223,7 @@ def main() -> int:
     ap.add_argument("--labels", type=Path, default=ROOT / "bench" / "data" / "attempts_labels.json")
     ap.add_argument("--set", choices=("shipped", *WORKLOG_SETS), default="shipped",
                     help="shipped: the seven worklogs of docs_corpus (default); worklogs, worklogs_b, worklogs_c, "
-                         "worklogs_d ... worklogs_g: the seven sets of public kernel worklogs (C to G are "
+                         "worklogs_d ... worklogs_h: the eight sets of public kernel worklogs (C to H are "
                          "held out whole)")
     ap.add_argument("--root", type=Path, help="where the worklogs are (set B: the folder worklogs_corpus.py b wrote)")
     ap.add_argument("--split", choices=("tune", "report", "all"), default="tune", help="with --set worklogs")

@@ -1,7 +1,7 @@
 """Has anyone tried X?" on the public worklogs: is the labelled attempt among the records `brain attempts` ranks
 first?
 
-    python bench/retrieval/attempts_questions.py [--set worklogs|worklogs_b|worklogs_c|worklogs_d|worklogs_e|worklogs_f|worklogs_g] [--root DIR] [--split tune|report|all]
+    python bench/retrieval/attempts_questions.py [--set worklogs|worklogs_b|worklogs_c|worklogs_d|worklogs_e|worklogs_f|worklogs_g|worklogs_h] [--root DIR] [--split tune|report|all]
                                                  [--k 3] [--home DIR] [--show]
 
 The worklogs (set A: ../shared/sample-corpora/worklogs; set B: the folder bench/retrieval/worklogs_corpus.py b
@@ -33,7 +33,8 @@ SETS = {"worklogs": (ROOT / "bench" / "data" / "attempts_labels_worklogs.json",
         "worklogs_d": (ROOT / "bench" / "data" / "attempts_labels_worklogs_d.json", None),
         "worklogs_e": (ROOT / "bench" / "data" / "attempts_labels_worklogs_e.json", None),
         "worklogs_f": (ROOT / "bench" / "data" / "attempts_labels_worklogs_f.json", None),
-        "worklogs_g": (ROOT / "bench" / "data" / "attempts_labels_worklogs_g.json", None)}
+        "worklogs_g": (ROOT / "bench" / "data" / "attempts_labels_worklogs_g.json", None),
+        "worklogs_h": (ROOT / "bench" / "data" / "attempts_labels_worklogs_h.json", None)}
 
 
 def overlaps(r: dict, a: dict, file: str) -> bool:

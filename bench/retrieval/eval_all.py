@@ -16,6 +16,7 @@ Sets (index name: corpora -> question files):
   worklogs_e the fifth, held-out worklog set (--worklogs-e DIR) -> eval_worklogs_e (use --split all)
   worklogs_f the sixth, held-out worklog set (--worklogs-f DIR) -> eval_worklogs_f (use --split all)
   worklogs_g the seventh, held-out worklog set (--worklogs-g DIR) -> eval_worklogs_g (use --split all)
+  worklogs_h the eighth, held-out worklog set (--worklogs-h DIR) -> eval_worklogs_h (use --split all)
   cub       the CUDA toolkit's CUB headers                    -> eval_cub
   notebooks CUTLASS notebooks (needs --cutlass)              -> eval_notebooks
   docs      CUTLASS C++ docs (needs --cutlass)               -> eval_cutlass_docs
@@ -59,7 +60,7 @@ def export(script: str, cutlass: Path | None, out: Path) -> Path | None:
 def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE, worklogs_b: Path | None = None,
          worklogs_c: Path | None = None, worklogs_d: Path | None = None,
          worklogs_e: Path | None = None, worklogs_f: Path | None = None,
-         worklogs_g: Path | None = None) -> dict[str, tuple[list[CorpusSpec] | None, list[str]]]:
+         worklogs_g: Path | None = None, worklogs_h: Path | None = None) -> dict[str, tuple[list[CorpusSpec] | None, list[str]]]:
     notebooks = export("notebook_corpus.sh", cutlass, homes / "corpus-notebooks")
     docs = export("cutlass_docs_corpus.sh", cutlass, homes / "corpus-cutlass-docs")
     exists = lambda *paths: all(p is not None and p.exists() for p in paths)  # noqa: E731
@@ -84,6 +85,8 @@ def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE, worklogs_b: P
                        ["eval_worklogs_f.json"]),
         "worklogs_g": ([CorpusSpec("worklogs", worklogs_g)] if exists(worklogs_g) else None,
                        ["eval_worklogs_g.json"]),
+        "worklogs_h": ([CorpusSpec("worklogs", worklogs_h)] if exists(worklogs_h) else None,
+                       ["eval_worklogs_h.json"]),
         "cub": ([CorpusSpec("cub", CUB)] if exists(CUB) else None, ["eval_cub.json"]),
         "notebooks": ([CorpusSpec("notebooks", notebooks)] if exists(notebooks) else None, ["eval_notebooks.json"]),
         "docs": ([CorpusSpec("cutlass-docs", docs)] if exists(docs) else None, ["eval_cutlass_docs.json"]),
@@ -102,6 +105,7 @@ def main() -> int:
     ap.add_argument("--worklogs-e", type=Path, help="set E's worklogs (bench/retrieval/worklogs_corpus.py e)")
     ap.add_argument("--worklogs-f", type=Path, help="set F's worklogs (bench/retrieval/worklogs_corpus.py f)")
     ap.add_argument("--worklogs-g", type=Path, help="set G's worklogs (bench/retrieval/worklogs_corpus.py g)")
+    ap.add_argument("--worklogs-h", type=Path, help="set H's worklogs (bench/retrieval/worklogs_corpus.py h)")
     ap.add_argument("--samples", type=Path, default=SAMPLE, help=f"the sample corpora (default {SAMPLE})")
     ap.add_argument("--mode", choices=MODES, help="only this mode (default: all three)")
     ap.add_argument("--json", action="store_true")
@@ -109,7 +113,7 @@ def main() -> int:
     only = set(args.only.split(",")) if args.only else None
     report, embedder = {}, None
     for name, (specs, files) in sets(args.cutlass, args.homes, args.samples, args.worklogs_b, args.worklogs_c,
-                                     args.worklogs_d, args.worklogs_e, args.worklogs_f, args.worklogs_g).items():
+                                     args.worklogs_d, args.worklogs_e, args.worklogs_f, args.worklogs_g, args.worklogs_h).items():
         if only and name not in only:
             continue
         files = [f for f in files if (DATA / f).is_file()]
