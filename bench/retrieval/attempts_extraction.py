@@ -49,15 +49,10 @@ WORKLOGS = next((p / "shared" / "sample-corpora" / "worklogs" for p in ROOT.pare
                  if (p / "shared" / "sample-corpora" / "worklogs").is_dir()),
                 ROOT.parent / "shared" / "sample-corpora" / "worklogs")
 WORKLOG_LABELS = ROOT / "bench" / "data" / "attempts_labels_worklogs.json"
-# set B: exported from git mirrors by bench/retrieval/worklogs_corpus.py b into a folder given with --root
+# sets B to H: exported from git mirrors by bench/retrieval/worklogs_corpus.py LETTER into a folder given with --root
 WORKLOG_SETS = {"worklogs": (WORKLOG_LABELS, WORKLOGS),
-                "worklogs_b": (ROOT / "bench" / "data" / "attempts_labels_worklogs_b.json", None),
-                "worklogs_c": (ROOT / "bench" / "data" / "attempts_labels_worklogs_c.json", None),
-                "worklogs_d": (ROOT / "bench" / "data" / "attempts_labels_worklogs_d.json", None),
-                "worklogs_e": (ROOT / "bench" / "data" / "attempts_labels_worklogs_e.json", None),
-                "worklogs_f": (ROOT / "bench" / "data" / "attempts_labels_worklogs_f.json", None),
-                "worklogs_g": (ROOT / "bench" / "data" / "attempts_labels_worklogs_g.json", None),
-                "worklogs_h": (ROOT / "bench" / "data" / "attempts_labels_worklogs_h.json", None)}
+                **{f"worklogs_{x}": (ROOT / "bench" / "data" / f"attempts_labels_worklogs_{x}.json", None)
+                   for x in "bcdefgh"}}
 
 TEXT_FIELDS = ("title", "hypothesis", "change", "lesson")
 

@@ -28,13 +28,8 @@ from brain.service import Brain  # noqa: E402
 
 SETS = {"worklogs": (ROOT / "bench" / "data" / "attempts_labels_worklogs.json",
                      ROOT.parent / "shared" / "sample-corpora" / "worklogs"),
-        "worklogs_b": (ROOT / "bench" / "data" / "attempts_labels_worklogs_b.json", None),
-        "worklogs_c": (ROOT / "bench" / "data" / "attempts_labels_worklogs_c.json", None),
-        "worklogs_d": (ROOT / "bench" / "data" / "attempts_labels_worklogs_d.json", None),
-        "worklogs_e": (ROOT / "bench" / "data" / "attempts_labels_worklogs_e.json", None),
-        "worklogs_f": (ROOT / "bench" / "data" / "attempts_labels_worklogs_f.json", None),
-        "worklogs_g": (ROOT / "bench" / "data" / "attempts_labels_worklogs_g.json", None),
-        "worklogs_h": (ROOT / "bench" / "data" / "attempts_labels_worklogs_h.json", None)}
+        **{f"worklogs_{x}": (ROOT / "bench" / "data" / f"attempts_labels_worklogs_{x}.json", None)
+           for x in "bcdefgh"}}
 
 
 def overlaps(r: dict, a: dict, file: str) -> bool:

@@ -2,8 +2,8 @@
 `brain eval` every question file on it.
 
     python bench/retrieval/eval_all.py [--split report|tune|all] [--homes DIR] [--only NAME,...] [--json]
-                                       [--cutlass CUTLASS_GIT_DIR] [--samples DIR] [--worklogs-b DIR] [--worklogs-c DIR]
-                                       [--mode hybrid]
+                                       [--cutlass CUTLASS_GIT_DIR] [--samples DIR] [--worklogs-b DIR] ...
+                                       [--worklogs-h DIR] [--mode hybrid]
 
 Sets (index name: corpora -> question files):
   default   docs_corpus/ + kernels/ (what `make run` ingests) -> eval_shipped, eval_own_worklogs, pitfalls
@@ -11,12 +11,7 @@ Sets (index name: corpora -> question files):
   code      ../shared/sample-corpora/kernel-code              -> eval_kernel_code
   worklogs  ../shared/sample-corpora/worklogs (no SOURCES.md) -> eval_worklogs
   worklogs_b the second worklog set (needs --worklogs-b DIR)   -> eval_worklogs_b
-  worklogs_c the third, held-out worklog set (--worklogs-c DIR) -> eval_worklogs_c (use --split all)
-  worklogs_d the fourth, held-out worklog set (--worklogs-d DIR) -> eval_worklogs_d (use --split all)
-  worklogs_e the fifth, held-out worklog set (--worklogs-e DIR) -> eval_worklogs_e (use --split all)
-  worklogs_f the sixth, held-out worklog set (--worklogs-f DIR) -> eval_worklogs_f (use --split all)
-  worklogs_g the seventh, held-out worklog set (--worklogs-g DIR) -> eval_worklogs_g (use --split all)
-  worklogs_h the eighth, held-out worklog set (--worklogs-h DIR) -> eval_worklogs_h (use --split all)
+  worklogs_c .. worklogs_h, the held-out worklog sets (--worklogs-c DIR ...) -> eval_worklogs_c .. _h (--split all)
   cub       the CUDA toolkit's CUB headers                    -> eval_cub
   notebooks CUTLASS notebooks (needs --cutlass)              -> eval_notebooks
   docs      CUTLASS C++ docs (needs --cutlass)               -> eval_cutlass_docs
@@ -57,10 +52,14 @@ def export(script: str, cutlass: Path | None, out: Path) -> Path | None:
     return out
 
 
-def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE, worklogs_b: Path | None = None,
-         worklogs_c: Path | None = None, worklogs_d: Path | None = None,
-         worklogs_e: Path | None = None, worklogs_f: Path | None = None,
-         worklogs_g: Path | None = None, worklogs_h: Path | None = None) -> dict[str, tuple[list[CorpusSpec] | None, list[str]]]:
+WORKLOG_SETS = "bcdefgh"  # the worklog sets exported by bench/retrieval/worklogs_corpus.py (A is sample-corpora's)
+
+
+def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE,
+         worklogs: dict[str, Path | None] | None = None) -> dict[str, tuple[list[CorpusSpec] | None, list[str]]]:
+    """Set name -> (its corpora, or None when they are not on this machine; its question files). `worklogs`:
+    letter -> the folder a worklog set was exported to."""
+    worklogs = worklogs or {}
     notebooks = export("notebook_corpus.sh", cutlass, homes / "corpus-notebooks")
     docs = export("cutlass_docs_corpus.sh", cutlass, homes / "corpus-cutlass-docs")
     exists = lambda *paths: all(p is not None and p.exists() for p in paths)  # noqa: E731
@@ -73,20 +72,8 @@ def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE, worklogs_b: P
                  ["eval_kernel_code.json"]),
         "worklogs": ([CorpusSpec("worklogs", sample / "worklogs", exclude=("SOURCES.md",))]
                      if exists(sample / "worklogs") else None, ["eval_worklogs.json"]),
-        "worklogs_b": ([CorpusSpec("worklogs", worklogs_b)] if exists(worklogs_b) else None,
-                       ["eval_worklogs_b.json"]),
-        "worklogs_c": ([CorpusSpec("worklogs", worklogs_c)] if exists(worklogs_c) else None,
-                       ["eval_worklogs_c.json"]),
-        "worklogs_d": ([CorpusSpec("worklogs", worklogs_d)] if exists(worklogs_d) else None,
-                       ["eval_worklogs_d.json"]),
-        "worklogs_e": ([CorpusSpec("worklogs", worklogs_e)] if exists(worklogs_e) else None,
-                       ["eval_worklogs_e.json"]),
-        "worklogs_f": ([CorpusSpec("worklogs", worklogs_f)] if exists(worklogs_f) else None,
-                       ["eval_worklogs_f.json"]),
-        "worklogs_g": ([CorpusSpec("worklogs", worklogs_g)] if exists(worklogs_g) else None,
-                       ["eval_worklogs_g.json"]),
-        "worklogs_h": ([CorpusSpec("worklogs", worklogs_h)] if exists(worklogs_h) else None,
-                       ["eval_worklogs_h.json"]),
+        **{f"worklogs_{x}": ([CorpusSpec("worklogs", worklogs[x])] if exists(worklogs.get(x)) else None,
+                             [f"eval_worklogs_{x}.json"]) for x in WORKLOG_SETS},
         "cub": ([CorpusSpec("cub", CUB)] if exists(CUB) else None, ["eval_cub.json"]),
         "notebooks": ([CorpusSpec("notebooks", notebooks)] if exists(notebooks) else None, ["eval_notebooks.json"]),
         "docs": ([CorpusSpec("cutlass-docs", docs)] if exists(docs) else None, ["eval_cutlass_docs.json"]),
@@ -99,28 +86,25 @@ def main() -> int:
     ap.add_argument("--homes", type=Path, default=Path(tempfile.gettempdir()) / "brain-eval-homes")
     ap.add_argument("--only", help="comma-separated set names")
     ap.add_argument("--cutlass", type=Path, help="a CUTLASS git mirror or clone (the notebook and docs corpora)")
-    ap.add_argument("--worklogs-b", type=Path, help="set B's worklogs (bench/retrieval/worklogs_corpus.py b)")
-    ap.add_argument("--worklogs-c", type=Path, help="set C's worklogs (bench/retrieval/worklogs_corpus.py c)")
-    ap.add_argument("--worklogs-d", type=Path, help="set D's worklogs (bench/retrieval/worklogs_corpus.py d)")
-    ap.add_argument("--worklogs-e", type=Path, help="set E's worklogs (bench/retrieval/worklogs_corpus.py e)")
-    ap.add_argument("--worklogs-f", type=Path, help="set F's worklogs (bench/retrieval/worklogs_corpus.py f)")
-    ap.add_argument("--worklogs-g", type=Path, help="set G's worklogs (bench/retrieval/worklogs_corpus.py g)")
-    ap.add_argument("--worklogs-h", type=Path, help="set H's worklogs (bench/retrieval/worklogs_corpus.py h)")
+    for x in WORKLOG_SETS:
+        ap.add_argument(f"--worklogs-{x}", type=Path,
+                        help=f"set {x.upper()}'s worklogs (bench/retrieval/worklogs_corpus.py {x})")
     ap.add_argument("--samples", type=Path, default=SAMPLE, help=f"the sample corpora (default {SAMPLE})")
     ap.add_argument("--mode", choices=MODES, help="only this mode (default: all three)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
     report, embedder = {}, None
-    for name, (specs, files) in sets(args.cutlass, args.homes, args.samples, args.worklogs_b, args.worklogs_c,
-                                     args.worklogs_d, args.worklogs_e, args.worklogs_f, args.worklogs_g, args.worklogs_h).items():
+    worklogs = {x: getattr(args, f"worklogs_{x}") for x in WORKLOG_SETS}
+    for name, (specs, files) in sets(args.cutlass, args.homes, args.samples, worklogs).items():
         if only and name not in only:
             continue
         files = [f for f in files if (DATA / f).is_file()]
         if specs is None or not files:
             print(f"note: set {name} skipped (its corpus or questions are not on this machine)", file=sys.stderr)
             continue
-        brain = Brain(Settings(home=args.homes / name / Path(Settings().model).name), embedder=embedder)  # one per model (a model given by path: its folder name)
+        # one index per set and model (a model given by path: its folder's name)
+        brain = Brain(Settings(home=args.homes / name / Path(Settings().model).name), embedder=embedder)
         embedder = brain.embedder
         manifest = brain.store.load_manifest()
         if manifest.generation and manifest.model and manifest.model != brain.settings.model:
