@@ -405,3 +405,27 @@ def test_a_plan_titled_document_keeps_its_progression_and_signed_results_are_rat
     assert got["four LDS stages"] == ("regressed", (1.0, 0.8, "x"))  # -20% of a throughput
     assert got["swizzled B writes"][0] == "neutral"
     assert got["separate B loads in asm"][0] == "failed"
+
+
+KEPT_LOG = """# Hash kernel optimization log
+
+## Attempt history
+
+| Date | State | Change | Result | Outcome |
+| --- | --- | --- | --- | --- |
+| 03-01 | `a1` | Initial CUDA backend | `0.100 H/s` | Baseline |
+| 03-01 | tree | One lane per block | `0.120 H/s` | Kept |
+| 03-01 | tree | Scratch in shared memory | `0.090 H/s` | Reverted |
+| 03-01 | tree | Size lanes to all free memory | OOM at startup | Reverted |
+| 03-02 | tree | Unroll the inner loop | `0.130 H/s` avg | Kept (new best) |
+| 03-02 | tree | Autotune schema v2 | baseline `0.125 H/s`; final rerun `0.140 H/s` | Kept |
+"""
+
+
+def test_an_attempt_log_measures_each_row_against_the_last_kept_one():
+    got = by_title(KEPT_LOG)
+    assert got["One lane per block"] == ("improved", (0.1, 0.12, "H/s"))
+    assert got["Scratch in shared memory"] == ("regressed", (0.12, 0.09, "H/s"))
+    assert got["Size lanes to all free memory"][0] == "failed"
+    assert got["Unroll the inner loop"] == ("improved", (0.12, 0.13, "H/s"))  # the reverted rows are passed over
+    assert got["Autotune schema v2"] == ("improved", (0.125, 0.14, "H/s"))  # the row names its own baseline

@@ -23,7 +23,7 @@ NEUTRAL = re.compile(r"no gain|no effect|no (?:[a-z-]+ ){0,2}(?:change|differenc
 REGRESSED = re.compile(r"regress|\bslower\b|\bworse\b|\bhurts?\b|\bslowdown\b|performs? worse", _I)
 IMPROVED = re.compile(r"\bfaster\b|improv|speed-?up|\bgained\b|\bsaves?\b|benefits? (?:the )?performance|"
                       r"\bboost\b|outperform|to the limit", _I)
-FAILED = re.compile(r"crash|illegal (memory access|instruction)|\bhang|\bhung\b|deadlock|wrong results?|garbage|"
+FAILED = re.compile(r"crash|(?-i:\bOOM\b)|illegal (memory access|instruction)|\bhang|\bhung\b|deadlock|wrong results?|garbage|"
                     r"does not contain|unsupported|\babort|\bfailed\b|sigabrt|\brefus|\breject|race cond|"
                     r"precision (issues?|errors?|problems?)|(too )?poor precision|does(?:n't| not) fit|\bnan\b|"
                     r"does(?:n't| not) compile|\bbug\b|could(?: not|n't) get|did(?: not|n't) manage|accuracy (?:collapse|"

@@ -85,9 +85,11 @@ RULES = [
              "look into:', 'ideas to build on top of this:', 'I would:', 'lingering issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
              "`Action:` / `Next:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
              "`(TODO)`, `(coming soon)`"),
-    ("unit", "a table whose first column names changes and another their outcome (`| Change | Result | Why |`, "
-             "`| Optimization | Impact |`; not a column of estimates: `Typical speedup`): a record per row, its "
-             "verdict and figures from its cells (a signed percentage alone, `-20%`, is a ratio in the direction of the "
+    ("unit", "a table with a column naming changes and another their outcome (`| Change | Result | Why |`, "
+             "`| Optimization | Impact |`, `| Date | Change | Result | Outcome |`; not a column of estimates: `Typical "
+             "speedup`): a record per row, its verdict and figures from its cells; in an attempt log whose outcomes say "
+             "Kept / Reverted, each row's result against the last kept row's above it (or the baseline the cell names: "
+             "`baseline 1.16 H/s; final 1.21 H/s`) (a signed percentage alone, `-20%`, is a ratio in the direction of the "
              "document's figure of merit: 1 -> 0.8 x; under a rejected / reverted heading a row that says nothing "
              "is neutral)"),
     ("unit", "items under a Tried and dropped / dead ends heading, or introduced by 'things I tried that did not "
@@ -160,7 +162,7 @@ RULES = [
                "names; else the record's one figure of its most common metric (absolute before ratios); else the "
                "median over shapes (median of befores, median of afters: `median of N shapes`), leaving out a "
                "shape whose unit changes along the progression"),
-    ("metric", "a profiler's `Compute Throughput %` / `Memory Throughput %` is percent-of-peak, no rate; from the unit: us, ms, ns, s, cycles latency (lower is better); GFLOP/s, TFLOP/s, tokens/s, "
+    ("metric", "any unit per second (`H/s`, `samples/s`) is a throughput; a profiler's `Compute Throughput %` / `Memory Throughput %` is percent-of-peak, no rate; from the unit: us, ms, ns, s, cycles latency (lower is better); GFLOP/s, TFLOP/s, tokens/s, "
                "TPS/user throughput; GB/s, TB/s bandwidth; % of peak / SOL / target percent-of-peak; % of cuBLAS "
                "/ torch percent-of-reference; x speedup (higher is better); else other (no direction). Column "
                "headings name units too: Time (ms), 带宽(GB/s), Speedup, 加速比"),
@@ -176,7 +178,7 @@ RULES = [
     ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "
                 "a progression's step, nor text that says what its author did); in a dead-end list or a tried "
                 "paragraph a no-gain phrase -> neutral, failure words -> failed; a no-gain phrase -> neutral; crash "
-                "/ hang / wrong results / precision / bug / 'doesn't fit' words alone -> failed; more regression "
+                "/ hang / OOM / wrong results / precision / bug / 'doesn't fit' words alone -> failed; more regression "
                 "than improvement words -> regressed; improvement words -> improved (not words of purpose or "
                 "possibility: 'to improve', 'may hurt', 'improving'); a dead-end list's item -> neutral; else "
                 "inconclusive ('accuracy is unchanged' says nothing of speed)"),

@@ -63,6 +63,8 @@ def metric_of(unit: str, after_text: str = "") -> str:
         if REFERENCE.match(rest):
             return "percent-of-reference"
         return "other"
+    if u not in _METRIC and re.fullmatch(r"[A-Za-z]{1,12}/s", u or ""):
+        return "throughput"  # `H/s`, `samples/s`, `img/s`: work per second
     return _METRIC.get(u, "other")
 
 
