@@ -3,8 +3,8 @@ rules.py (docs/attempts-rules.md prints it); bench/retrieval/attempts_extraction
 
 Modules: text (sections, blocks, tables, items), units (units of measurement, metric, direction), figures
 (pairs, states, the deciding figure), segments (steps and units of running text), progressions (numbered
-steps, the baseline chain), results / columns / rows / logs (results tables: their steps, deciding column, row
-relations, program output), fields (text fields, problem, techniques, word verdicts, scope),
+steps, the baseline chain), results / columns / rows / logs / changes (results tables: their steps, deciding column, row
+relations, program output, tables of changes), fields (text fields, problem, techniques, word verdicts, scope),
 find (what becomes a record) and this one (building the records).
 """
 from __future__ import annotations

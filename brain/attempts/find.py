@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from brain.attempts import changes as C
 from brain.attempts import progressions as P
 from brain.attempts import results as R
 from brain.attempts import segments as S
@@ -240,57 +241,11 @@ def _bare_heading_numbers(lines: list[str], steps: list) -> None:
                 st.state = [make("", None, T.num(m.group(1) or m.group(2)), unit, st.start, "state")]
 
 
-CHANGE_COL = re.compile(r"^\W*(changes?|optimi[sz]ations?|techniques?|attempts?|ideas?|experiments?|tried|what|"
-                        r"modifications?|approach(es)?|tricks?)\W*$", _I)
-OUTCOME_COL = re.compile(r"\b(results?|outcomes?|effects?|impact|verdict|status|gains?|speed-?up|delta|improvement|"
-                         r"why)\b", _I)
-
-
 def _change_rows(lines: list[str], s: T.Section, k: int) -> list[Unit]:
-    """A table of changes and how each went (`| Change | Result | Why |`, `| Optimization | Impact |`): a record
-    per row, its outcome in words or figures in its cells (not a table of estimates)."""
+    """Each row of a table of changes (brain/attempts/changes.py) as a unit of its own."""
     hint = "neutral" if DROPPED.search(s.title) or REVERTED_HEAD.search(s.title) else "tried"
-    out = []
-    for t in T.tables(lines, s.body_start, s.end):
-        name = next((c for c, h in enumerate(t.header) if CHANGE_COL.match(T.clean(h))), None)
-        if name is None or not any(OUTCOME_COL.search(h) for c, h in enumerate(t.header) if c != name) \
-                or any(R.ESTIMATE_COL.search(h) for h in t.header):  # `Typical speedup`: no measurement
-            continue
-        kept = _kept_chain(t, name)
-        for line, c in t.rows:
-            if name < len(c) and T.clean(c[name]):
-                st = kept.get(line)
-                out.append(Unit("step" if st else "tried", T.clean(c[name])[:90], s.path, line, line, sec=k,
-                                hint="" if st else hint, step=st))
-    return out
-
-
-KEPT = re.compile(r"\b(kept|keep|accepted|merged|landed)\b|^\W*baseline\b|✅", _I)
-RESULT_COL = re.compile(r"\b(results?|measured|perf\w*|throughput|time|latency|score)\b", _I)
-MEASURE = re.compile(r"(?<![\w.])(" + T.NUMBER + r")`?\s*([A-Za-z%µμ][A-Za-z/]*)")
-OWN_BASE = re.compile(r"\bbaseline\W*(" + T.NUMBER + r")", _I)  # `baseline 1.162 H/s; ...; final 1.208 H/s`
-
-
-def _kept_chain(t: T.Table, name: int) -> dict[int, P.Step]:
-    """An attempt log with a Kept / Reverted outcome (`| Change | Result | Outcome |`, `0.976 H/s` | `Reverted`): each
-    row's result against the last kept row's above it (the state every attempt started from)."""
-    res = next((c for c, h in enumerate(t.header) if c != name and RESULT_COL.search(h)), None)
-    out_col = next((c for c, h in enumerate(t.header) if c not in (name, res) and OUTCOME_COL.search(h)), None)
-    if res is None or out_col is None or not any(out_col < len(c) and KEPT.search(c[out_col]) for _, c in t.rows):
-        return {}
-    steps, base = {}, None
-    for line, c in t.rows:
-        cell = c[res].replace("`", "") if res < len(c) else ""
-        found = MEASURE.findall(cell)
-        own = OWN_BASE.search(cell)
-        value = (T.num(found[-1 if own else 0][0]), found[-1][1]) if found else None
-        before = (T.num(own.group(1)), value[1]) if own and value else base
-        if value and before and value[1] == before[1]:
-            f = make(T.clean(c[name])[:80], before[0], value[0], value[1], line, "pair")
-            steps[line] = P.Step("row", T.clean(c[name])[:90], line, line, -1, set(), [], [f])
-        if value and out_col < len(c) and KEPT.search(c[out_col]):
-            base = value
-    return steps
+    return [Unit("step" if st else "tried", title, s.path, line, line, sec=k, hint="" if st else hint, step=st)
+            for title, line, st in C.change_rows(lines, s.body_start, s.end)]
 
 
 def _siblings(lines: list[str], secs: list[T.Section], units: list[Unit], blocked: set[int]) -> list[Unit]:
