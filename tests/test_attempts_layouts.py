@@ -429,3 +429,32 @@ def test_an_attempt_log_measures_each_row_against_the_last_kept_one():
     assert got["Size lanes to all free memory"][0] == "failed"
     assert got["Unroll the inner loop"] == ("improved", (0.12, 0.13, "H/s"))  # the reverted rows are passed over
     assert got["Autotune schema v2"] == ("improved", (0.125, 0.14, "H/s"))  # the row names its own baseline
+
+
+CHINESE = """## 全连接层
+
+### 方法一
+
+直接调用库函数。
+
+测试结果
+
+维度|V100
+---|---
+总计|3000μs
+
+### 方法二
+
+合并两个矩阵乘。
+
+测试结果
+
+维度|V100
+---|---
+总计|750μs
+"""
+
+
+def test_steps_numbered_in_chinese_numerals():
+    got = by_title(CHINESE)
+    assert got["方法二"] == ("improved", (3000.0, 750.0, "us"))

@@ -18,7 +18,8 @@ NAME = re.compile(r"^\W*(?P<prefix>(?:[a-z]+[ _-]?){0,2}?[a-z\u4e00-\u9fff]+?)[ 
                   r"(?![\d.x×/]|\s*[x×]\s*\d)", _I)
 STEP_WORDS = {"kernel", "version", "ver", "v", "step", "optimization", "optimisation", "opt", "level", "round",
               "attempt", "iteration", "iter", "experiment", "exp", "phase", "trial", "try", "variant", "milestone",
-              "rev", "revision", "pass", "take", "stage", "day", "优化", "优化技巧", "技巧", "版本", "步骤", "第"}
+              "rev", "revision", "pass", "take", "stage", "day", "优化", "优化技巧", "技巧", "版本", "步骤", "第", "方法",
+              "思路", "尝试", "阶段", "实验"}
 ALIASES = {"v": "version", "ver": "version", "opt": "optimization", "optimisation": "optimization",
            "iter": "iteration", "exp": "experiment", "rev": "revision"}
 NOT_STEP = {"figure", "fig", "table", "section", "test", "case", "config", "configuration", "shape", "question",
@@ -52,10 +53,21 @@ class Step:
     options: bool = False  # numbered under "Failed optimizations (all reverted)": each against one baseline
 
 
+CN_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九", 1)}
+CN_STEP = re.compile(r"^(\W*(?:方法|思路|步骤|版本|优化|尝试|阶段|实验|第))([一二三四五六七八九十]{1,3})")
+
+
+def _cn_number(text: str) -> int:
+    """一 .. 九十九 as a number (`十二` 12, `二十` 20)."""
+    tens, _, ones = text.rpartition("十")
+    return (CN_DIGITS.get(tens, 1) * 10 if "十" in text else 0) + CN_DIGITS.get(ones, 0)
+
+
 def step_name(title: str) -> tuple[str, int, str] | None:
     """(prefix, number, letter) of a step name: a step word and a number (`Kernel 3`, `Level 07`, `Round 8A`,
-    `优化技巧1`) or a name and a number written as one identifier (`reduce3`, `kernel_3`, `v4`)."""
-    m = NAME.match(title or "")
+    `优化技巧1`, `方法三`) or a name and a number written as one identifier (`reduce3`, `kernel_3`, `v4`)."""
+    title = CN_STEP.sub(lambda m: m.group(1) + str(_cn_number(m.group(2))), title or "")
+    m = NAME.match(title)
     if not m:
         return None
     raw = m.group("prefix")

@@ -11,7 +11,7 @@ RULES = [
              "and in a document written without them a short line that opens a numbered step (`day 1`, `Day3: "
              "Tuning`), two or more sharing their step word"),
     ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
-             "Round 2, v4, Step 1, 优化技巧1, a sub-version V3-1; one identifier: reduce3, kernel_3; a number it opens "
+             "Round 2, v4, Step 1, 优化技巧1, 方法三 / 思路七 / 第二步 in Chinese numerals, a sub-version V3-1; one identifier: reduce3, kernel_3; a number it opens "
              "with: `1. Naive`, `2) Tiling`; a version tag it ends with: `Block tiling (V03)`) shared by a sibling "
              "with another number, where one of them measures something (in its text or in the heading itself: "
              "`### STEP 3: BANK CONFLICTS: 9.4 ms`, a bare number in the unit its siblings' headings give, a "
