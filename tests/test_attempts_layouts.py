@@ -458,3 +458,27 @@ CHINESE = """## 全连接层
 def test_steps_numbered_in_chinese_numerals():
     got = by_title(CHINESE)
     assert got["方法二"] == ("improved", (3000.0, 750.0, "us"))
+
+
+CHINESE_ITEMS = """# Metal 预填充优化总结
+
+## 优化项
+
+### 1. LayerNorm 与 GEMV 融合
+
+**方案**: 把归一化算进 GEMV kernel。
+
+**效果**: 每层少一次 kernel 启动，decode 性能提升。
+
+### 2. 自适应反量化
+
+**方案**: 按权重大小选择策略。
+
+**效果**: 小模型上变慢了，已回退。
+"""
+
+
+def test_chinese_optimization_items_and_their_outcome_words():
+    got = by_title(CHINESE_ITEMS)
+    assert got["1. LayerNorm 与 GEMV 融合"][0] == "improved"
+    assert got["2. 自适应反量化"][0] == "regressed"

@@ -20,9 +20,10 @@ NEUTRAL = re.compile(r"no gain|no effect|no (?:[a-z-]+ ){0,2}(?:change|differenc
                      r"did(?: not|n't) (?:help|improve|yield (?:a |any )?(?:performance |significant )?"
                      r"(?:improvement|gain|speed-?up))|no (?:performance )?(?:speed-?up|benefit)|\bpointless\b|"
                      r"same speed|not beneficial|negates? the benefits?", _I)
-REGRESSED = re.compile(r"regress|\bslower\b|\bworse\b|\bhurts?\b|\bslowdown\b|performs? worse", _I)
+REGRESSED = re.compile(r"regress|\bslower\b|\bworse\b|\bhurts?\b|\bslowdown\b|performs? worse|变慢|更慢|"
+                       r"(?<!无)退化|性能下降", _I)
 IMPROVED = re.compile(r"\bfaster\b|improv|speed-?up|\bgained\b|\bsaves?\b|benefits? (?:the )?performance|"
-                      r"\bboost\b|outperform|to the limit", _I)
+                      r"\bboost\b|outperform|to the limit|(?<!没有)(?<!无)(?:性能)?提升|加速|更快|提速", _I)
 FAILED = re.compile(r"crash|(?-i:\bOOM\b)|illegal (memory access|instruction)|\bhang|\bhung\b|deadlock|wrong results?|garbage|"
                     r"does not contain|unsupported|\babort|\bfailed\b|sigabrt|\brefus|\breject|race cond|"
                     r"precision (issues?|errors?|problems?)|(too )?poor precision|does(?:n't| not) fit|\bnan\b|"

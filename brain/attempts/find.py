@@ -42,7 +42,8 @@ BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit|encountered)|what 
                       r"correctness (issues|bugs)|problems (encountered|we hit)|"
                       r"\bcrash(es)?\b", _I)
 NO_GAIN_HEAD = re.compile(r"no gain|did(n't| not) (help|work|pan out)|dead[- ]ends?|what did(n't| not) work", _I)
-PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b", _I)
+PARENT = re.compile(r"^(\W*\w+\W+)?(attempted )?optimi[sz]ations?\b|attempts?\b|experiments\b|"
+                    r"^\W*(优化项|优化点|优化措施|优化方法|优化策略|尝试|实验)", _I)
 ATTEMPT_HEAD = re.compile(r"attempt|\bround \d|\boption [a-z]\b|\btry\b|\btried\b|experiment|revert|failure|"
                           r"\bresults?\b|progress|\bpass\b|\bversions?\b|\bbug\b", _I)
 RESULTS_HEAD = re.compile(r"\b(results?|progress|benchmarks?|performance|measurements?)\b", _I)

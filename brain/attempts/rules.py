@@ -75,7 +75,7 @@ RULES = [
              "figure with a direction +3, a verdict word +1); a section (not the document's lead) whose own text "
              "states a before -> after pair or a ratio, or says what its author did ('we use', 'I added') and "
              "states a measurement or an outcome ('faster', 'no gain'; not a purpose: 'to improve', 'may hurt'); "
-             "a child of an Optimizations / Attempts heading, or a subsection that says what was done beside a "
+             "a child of an Optimizations / Attempts heading (优化项 / 尝试 / 实验 too), or a subsection that says what was done beside a "
              "sibling that is a record"),
     ("unit", "items under a heading that lists the optimizations applied (`Optimization Method`, `Optimizations`, "
              "`Techniques`), named in bold or before a colon (`- Tiling: 256 x 128 blocks`), three or more: an "
@@ -179,7 +179,7 @@ RULES = [
                 "a progression's step, nor text that says what its author did); in a dead-end list or a tried "
                 "paragraph a no-gain phrase -> neutral, failure words -> failed; a no-gain phrase -> neutral; crash "
                 "/ hang / OOM / wrong results / precision / bug / 'doesn't fit' words alone -> failed; more regression "
-                "than improvement words -> regressed; improvement words -> improved (not words of purpose or "
+                "than improvement words -> regressed; improvement words -> improved (Chinese too: 提升 / 加速 / 更快, 变慢 / 退化) (not words of purpose or "
                 "possibility: 'to improve', 'may hurt', 'improving'); a dead-end list's item -> neutral; else "
                 "inconclusive ('accuracy is unchanged' says nothing of speed)"),
     ("scope", "gpu, dtype, shape: the deciding figure's size, else the first mention in the record's text, then in "
