@@ -482,3 +482,29 @@ def test_chinese_optimization_items_and_their_outcome_words():
     got = by_title(CHINESE_ITEMS)
     assert got["1. LayerNorm 与 GEMV 融合"][0] == "improved"
     assert got["2. 自适应反量化"][0] == "regressed"
+
+
+BANDWIDTH = """# Reduction, part 2
+
+The card's peak bandwidth is 896 GB/s.
+
+## Results
+
+| Kernel | Mean Effective Bandwidth |
+|---|---|
+| kernel 0 | 431.0 |
+| kernel 1 | 480.0 |
+
+| # | Kernel | Bandwidth (GB/s) |
+|---|---|---|
+| 1 | Vector loads | 10.0 |
+| 2 | Interleaved addressing | 220.0 |
+| 0 | `jnp.sum` reference | 870.0 |
+"""
+
+
+def test_a_metric_only_column_takes_the_documents_unit_and_a_reference_row_is_no_baseline():
+    got = by_title(BANDWIDTH)
+    assert got["kernel 1"] == ("improved", (431.0, 480.0, "GB/s"))
+    assert got["2: Interleaved addressing"] == ("improved", (10.0, 220.0, "GB/s"))  # not against the reference
+    assert not any("reference" in t for t in got)
