@@ -209,8 +209,8 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
             verdict = "failed"  # a bug found: what it broke failed; its fix is a record of its own
         elif dec is not None:
             verdict = figure_verdict(dec, group, bool(F.NEUTRAL.search(prose)))
-        elif F.signed_verdict(u.title, doc.better):
-            verdict = F.signed_verdict(u.title, doc.better)  # `### 4. Manual unroll (-6%)`
+        elif signed := F.signed_verdict(u.title, doc.better):
+            verdict = signed  # `### 4. Manual unroll (-6%)`
         elif u.step is not None and u.step.state and not u.step.before:
             # measured, with nothing before it to compare against: what its heading says of it, else inconclusive
             verdict = F.word_verdict(u.title, False, "tried") if u.step.kind == "section" else "inconclusive"

@@ -169,13 +169,12 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     steps = [st for st in steps if not _library_step(st.title)]
     steps = P.chain([st for st in steps if st.section not in written])
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
-    signed = {id(st) for st in steps if st.kind == "section" and SIGNED.search(st.title)}  # `(+0.5 TFLOPS)`
-    measured = {st.group for st in steps if st.kind == "section" and (st.state or st.pairs or st.ratios
-                                                                      or id(st) in signed)}
+    def measures(st: P.Step) -> bool:  # in its text, or a signed change in its heading: `(+0.5 TFLOPS)`
+        return bool(st.state or st.pairs or st.ratios or SIGNED.search(st.title))
+    measured = {st.group for st in steps if st.kind == "section" and measures(st)}
     # a heading that only opens with a number ("3. Profiling") is a step where it measures or reports an outcome
     steps = [st for st in steps if st.kind != "section" or st.group is None or (st.group in measured and (
-        st.group[1] != "#" or st.state or st.pairs or st.ratios or id(st) in signed
-        or says_outcome(T.prose("\n".join(lines[st.start:st.end + 1])))))]
+        st.group[1] != "#" or measures(st) or says_outcome(T.prose("\n".join(lines[st.start:st.end + 1])))))]
     dropped = numbered - {st.section for st in steps}
     parts -= {c for k in dropped for c in secs[k].children}
     # a section split into steps (rows, items, measurements in its text) is no record itself
@@ -220,8 +219,9 @@ BARE_NUMBER = re.compile(r"[:：\-–—]\s*(" + T.NUMBER + r")\s*(?:\(|$)|[^\W\
 
 def _library_step(title: str) -> bool:
     """`Kernel 0: Simple cuBLAS call`: a numbered step that is the library it is measured against, no change."""
-    m = P.NAME.match(T.clean(title))
-    rest = re.sub(r"^[\W_]+", "", T.clean(title)[m.end():]) if m and P.step_name(T.clean(title)) else ""
+    title = T.clean(title)
+    m = P.NAME.match(title)
+    rest = re.sub(r"^[\W_]+", "", title[m.end():]) if m and P.step_name(title) else ""
     return bool(rest) and len(rest.split()) <= 4 and library_row(rest)
 
 

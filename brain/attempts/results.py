@@ -252,10 +252,11 @@ def _word_joins(rows: list, steps: list[Step]) -> dict[int, Step]:
     `## Kernel 2: Applying memory coalescing`, `## Kernel 4: shared memory tiling and register tiling`): each row
     joins the first section after the previous row's whose title holds all its words; two or more, or none."""
     order = sorted(steps, key=lambda st: st.start)
+    titles = [_words(st.title) for st in order]  # each once, not once per row
     out, k = {}, 0
     for r in rows:
         w = _words(r[1])
-        j = next((j for j in range(k, len(order)) if w and w <= _words(order[j].title)), None)
+        j = next((j for j in range(k, len(order)) if w and w <= titles[j]), None)
         if j is not None:
             out[id(r)], k = order[j], j + 1
     return out if len(out) >= 2 else {}
@@ -339,7 +340,7 @@ def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
         if h and re.search(r"[^\W\d_]{2}", h) and (PARAM_HEAD.search(h) or not SIZE_HEAD.search(h)):
             return f"{h} {name}"
         return ""
-    code = re.fullmatch(r"[A-Za-z]{1,3}[_-]?\d{1,3}[a-z]?", name)  # `s01`, `K3`: a version's code
+    code = re.fullmatch(R.VERSION_CODE, name)
     described = len(row) > 2 and re.search(r"[^\W\d_]{2}", row[1]) and cell_number(row[1]) is None
     if described and (code and not step_name(name) or step_name(name) and R.library_row(T.clean(row[1]))):
         return f"{name}: {T.clean(row[1])}"  # `| Kernel 0 | rocBLAS |`: the library, a reference

@@ -8,6 +8,7 @@ from brain.attempts import text as T
 from brain.attempts.progressions import norm, step_name
 
 _I = re.I
+VERSION_CODE = r"[A-Za-z]{1,3}[_-]?\d{1,3}[a-z]?"  # `s01`, `K3`: a version named by a short code
 BASE_ROW = re.compile(r"\b(baseline|reference|ref|shipped|stock|default|original)\b", _I)
 LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
                          r"vendor|library|sota)\b", _I)
@@ -16,7 +17,7 @@ LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|tor
 def library_row(name: str) -> bool:
     """A reference row (`cuBLAS`, `cuBLAS GEMM Kernel`, `PyTorch native`), not a change that names a library
     (`Optimize CUTLASS Grouped GEMM Kernels`): the library opens the name, or the name is three words or fewer."""
-    name = re.sub(r"^\W*[A-Za-z]{1,3}[_-]?\d{1,3}[a-z]?\s*:\s*", "", name)  # `s00: cuBLAS reference`
+    name = re.sub(r"^\W*" + VERSION_CODE + r"\s*:\s*", "", name)  # `s00: cuBLAS reference`
     if re.search(r"\breference\b|\bref\b", name, _I) and not re.search(r"\bbaseline\b", name, _I) \
             and len(re.findall(r"[^\W_]+", name)) <= 4:
         return True  # `0: jnp.sum reference`: what the others are measured against, no step of the chain
