@@ -4,8 +4,10 @@
 # usage: OUT=/some/dir sh train/device_run.sh [D] [steps...]
 #   run 1 (the first tune sweep): A B C
 #   run 2 (interpolation sweep):  B2 embed1 E embed2 -- retrain B's recipe, train E (documentation pairs only),
-#   run 3 (plain-words pairs, train/plain_words.py): P Q embed3 -- P: E's recipe with the plain pairs added, Q:
-#   plain pairs alone; the shipped overlay (KM, brain/models/kernel-minilm) embedded beside them
+#   run 3 (plain-words pairs, train/plain_words.py): P Q -- P: E's recipe with the plain pairs added, Q: plain pairs
+#   alone; then, in a call that carries their overlays back as train-out/P and train-out/Q (the OUT of a call starts
+#   empty), embed3: the chunks with each candidate and the shipped overlay (KM, brain/models/kernel-minilm), one
+#   .npz per candidate (all in one file is over what a call brings back)
 #   embed the evaluated chunks (train/fast_tune.py collect -> $D/chunks.json.xz) with the base model and with
 #   base + alpha * (trained - base) for several alphas (train/embed_chunks.py), for train/fast_tune.py eval
 set -u
@@ -30,9 +32,11 @@ for v in $V; do
           --cand E@0.3=$OUT/E --cand E@0.6=$OUT/E --cand E@1=$OUT/E ;;
     P) $T --out $OUT/P --lr 2e-5 --epochs 3 --budget-s 60 --kinds heading,question,ict,doc2code,plain --train-layers 2-5 ;;
     Q) $T --out $OUT/Q --lr 2e-5 --epochs 3 --budget-s 45 --kinds plain --train-layers 2-5 ;;
-    embed3) python3 $D/embed_chunks.py --chunks $D/chunks.json.xz --base $D/base --out $OUT/vectors-3.npz \
-          --cand base --cand KM@1=brain/models/kernel-minilm --cand P@0.3=$OUT/P --cand P@0.6=$OUT/P --cand P@1=$OUT/P \
-          --cand Q@0.3=$OUT/Q --cand Q@0.6=$OUT/Q ;;
+    embed3) for c in base KM@1=brain/models/kernel-minilm P@0.3=train-out/P P@0.6=train-out/P P@1=train-out/P \
+                   Q@0.3=train-out/Q Q@0.6=train-out/Q; do
+          python3 $D/embed_chunks.py --chunks $D/chunks.json.xz --base $D/base --cand $c \
+            --out $OUT/v3-$(echo ${c%%=*} | tr '@' '_').npz
+        done ;;
     *) echo "unknown variant $v" ;;
   esac
 done
