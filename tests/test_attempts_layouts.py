@@ -508,3 +508,70 @@ def test_a_metric_only_column_takes_the_documents_unit_and_a_reference_row_is_no
     assert got["kernel 1"] == ("improved", (431.0, 480.0, "GB/s"))
     assert got["2: Interleaved addressing"] == ("improved", (10.0, 220.0, "GB/s"))  # not against the reference
     assert not any("reference" in t for t in got)
+
+
+UNCOVERED = """# Int8 attention log
+
+## base
+
+The starting kernel runs at 2.10 ms on the 4k prompt.
+
+## TRY1: decompress before dot
+
+Decompression moved ahead of the dot product.
+
+### Test data
+
+| kernel | time |
+|---|---|
+| base | 2.10 ms |
+| TRY1 | 2.60 ms |
+
+## TRY2.0: sixteen to thirty-two decompressing threads
+
+### Test data
+
+| kernel | time |
+|---|---|
+| TRY1 | 2.60 ms |
+| TRY2.0 | 1.90 ms |
+
+## Stage the scales in shared memory
+
+Loading the scales once per block made the kernel slower again; we reverted it.
+
+## Register usage notes
+
+The compiler keeps 128 registers per thread in every version.
+"""
+
+
+def test_a_section_no_rule_took_is_an_attempt_where_it_measures_or_says_how_it_went_beside_a_record():
+    got = {r.title: r for r in recs(UNCOVERED)}
+    assert got["Stage the scales in shared memory"].verdict == "regressed"  # outcome words, beside TRY1
+    assert "Register usage notes" not in got  # neither measures nor says how anything went
+    lone = UNCOVERED[UNCOVERED.index("## Stage the scales"):]  # no sibling record: outcome words make no attempt
+    assert "Stage the scales in shared memory" not in {r.title for r in recs("# Notes\n\n" + lone)}
+
+
+MEASURED_ALONE = """# Transpose notes
+
+## Naive copy
+
+Plain row-to-column copy: 410 GB/s on a 4096 x 4096 matrix.
+
+## Vectorized Memory Access
+
+Each thread moves a float4: 720 GB/s.
+
+### Where the time goes
+
+The stores take 0.4 ms of it.
+"""
+
+
+def test_a_section_that_measures_something_is_an_attempt_whatever_its_heading_says():
+    got = {r.title: r for r in recs(MEASURED_ALONE)}
+    assert "Vectorized Memory Access" in got
+    assert got["Vectorized Memory Access"].start_line == 7
+    assert "Where the time goes" not in got  # a part of the record over it

@@ -211,7 +211,33 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     # a section whose text is all its records' (cut down to its heading) is no record of its own
     out = [u for u in out if u.kind not in ("section", "explicit") or any(
         lines[i].strip() and not T.BREAK.match(lines[i]) for i in range(u.start + 1, max(u.end, u.cite_end) + 1))]
+    out += _uncovered(lines, secs, out)
     return sorted(out, key=lambda u: (u.start, -u.end))
+
+
+UNCOVERED_MAX = 150  # lines of a section's own text: longer ones are chapters, not one attempt
+
+
+def _uncovered(lines: list[str], secs: list[T.Section], units: list[Unit]) -> list[Unit]:
+    """A headed section that no other rule made a record of, nor cut into records, is one attempt whatever words
+    its heading uses (`#### Vectorized Memory Access`, `## TRY1: ...`) where it measures something (a number in
+    a unit, a table of measurements), or where it says how something went and a sibling section is a record. A
+    section right under a record's heading is a part of that record."""
+    heads = {u.start for u in units}
+    out = []
+    for k, s in enumerate(secs):
+        if (not k or not s.title or s.level < 2 or s.future or s.excluded or HARD_EXCLUDED.search(s.title)
+                or s.end - s.body_start > UNCOVERED_MAX
+                or any(u.start <= s.end and max(u.end, u.cite_end) >= s.start for u in units)
+                or s.parent > 0 and secs[s.parent].start in heads):  # a part of a record: `### What changed`
+            continue
+        measures = text_figures(lines, s.start, s.end) or table_figures(lines, s.body_start, s.end)[0]
+        beside = any(d.start in heads for j, d in enumerate(secs) if j and j != k and d.parent == s.parent
+                     and d.level == s.level)
+        if measures or (beside and says_outcome(T.prose("\n".join(lines[s.body_start:s.end + 1])))):
+            out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k))
+            heads.add(s.start)
+    return out
 
 
 BARE_NUMBER = re.compile(r"[:：\-–—]\s*(" + T.NUMBER + r")\s*(?:\(|$)|[^\W\d_]\s+(\d+\.\d+)\s*\(")

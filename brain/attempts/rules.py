@@ -107,6 +107,11 @@ RULES = [
              "future', 'it would make sense to', 'in the next post we')"),
     ("unit", "a document that pitches one change (Contestant / Proposal / Pitch / RFC title) and measures none: one "
              "record for the whole document"),
+    ("unit", "a headed section that no rule above made a record of and that holds none (not the document's lead, "
+             "future work or a section the next row excludes; at most 150 lines of its own text), whatever its "
+             "heading says: where it measures something (a number in a unit, a table of measurements), or where it "
+             "says how something went and a sibling section is a record (`## Stage the scales in shared memory` "
+             "beside `## TRY1: ...`); a section right under a record's heading is a part of it (`### What changed`)"),
     ("unit", "never by score: sections on references, appendix, setup, background, summary, rules, how-to, "
              "profiles, evidence and the like, nor anything under them; the document's title colours nothing "
              "under it"),
