@@ -567,6 +567,14 @@ Each thread moves a float4: 720 GB/s.
 ### Where the time goes
 
 The stores take 0.4 ms of it.
+
+## Nsight profile of the vectorized copy
+
+DRAM reads run at 700 GB/s, 93% of peak.
+
+## Lessons learned
+
+Wider loads were faster than any unrolling.
 """
 
 
@@ -575,3 +583,4 @@ def test_a_section_that_measures_something_is_an_attempt_whatever_its_heading_sa
     assert "Vectorized Memory Access" in got
     assert got["Vectorized Memory Access"].start_line == 7
     assert "Where the time goes" not in got  # a part of the record over it
+    assert not {"Nsight profile of the vectorized copy", "Lessons learned"} & set(got)  # they change nothing

@@ -216,18 +216,23 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
 
 
 UNCOVERED_MAX = 150  # lines of a section's own text: longer ones are chapters, not one attempt
+# parts of a write-up that report or reflect but change nothing: never an attempt by _uncovered alone
+META_PART = re.compile(r"^\W*(?:[\d.]+\s*)?(about us|usage|resources|takeaways?|key (learnings|takeaways)|"
+                       r"lessons?( learned)?|learnings|implications|caveats|notes?|evaluation|solution|overview|"
+                       r"performance( benchmarking| recording)?)\W*$|profil(e|ing)|nsight|\banalysis\b", _I)
 
 
 def _uncovered(lines: list[str], secs: list[T.Section], units: list[Unit]) -> list[Unit]:
     """A headed section that no other rule made a record of, nor cut into records, is one attempt whatever words
     its heading uses (`#### Vectorized Memory Access`, `## TRY1: ...`) where it measures something (a number in
     a unit, a table of measurements), or where it says how something went and a sibling section is a record. A
-    section right under a record's heading is a part of that record."""
+    section right under a record's heading is a part of that record; a profile, an analysis, lessons or usage
+    (META_PART) change nothing."""
     heads = {u.start for u in units}
     out = []
     for k, s in enumerate(secs):
         if (not k or not s.title or s.level < 2 or s.future or s.excluded or HARD_EXCLUDED.search(s.title)
-                or s.end - s.body_start > UNCOVERED_MAX
+                or META_PART.search(s.title) or s.end - s.body_start > UNCOVERED_MAX
                 or any(u.start <= s.end and max(u.end, u.cite_end) >= s.start for u in units)
                 or s.parent > 0 and secs[s.parent].start in heads):  # a part of a record: `### What changed`
             continue

@@ -111,7 +111,8 @@ RULES = [
              "future work or a section the next row excludes; at most 150 lines of its own text), whatever its "
              "heading says: where it measures something (a number in a unit, a table of measurements), or where it "
              "says how something went and a sibling section is a record (`## Stage the scales in shared memory` "
-             "beside `## TRY1: ...`); a section right under a record's heading is a part of it (`### What changed`)"),
+             "beside `## TRY1: ...`); a section right under a record's heading is a part of it (`### What changed`), and profiles, analyses, "
+             "lessons, takeaways, usage, resources, caveats are none (`## Nsight profile`, `## Lessons learned`)"),
     ("unit", "never by score: sections on references, appendix, setup, background, summary, rules, how-to, "
              "profiles, evidence and the like, nor anything under them; the document's title colours nothing "
              "under it"),
