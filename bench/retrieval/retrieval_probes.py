@@ -1,7 +1,7 @@
 """Ideas measured on the TUNE halves and dropped (docs/experiments.md): each probe reorders or re-embeds in
 memory, on indexes that already hold the questions' corpora, and prints hybrid MRR@10 per file against today's.
 
-Usage: python bench/retrieval/retrieval_probes.py [--split tune] [--probe NAME ...] EVAL_JSON@BRAIN_HOME [...]
+Usage: python bench/retrieval/retrieval_probes.py [--split tune|report|all] [--probe NAME ...] EVAL_JSON@BRAIN_HOME [...]
 Probes:
   proximity   a bonus for the best window of W tokens holding the most (idf-weighted) query terms
   per-source  at most C chunks of one file before the other files' (diversity in the top 10)
@@ -9,6 +9,8 @@ Probes:
   seq-length  chunks embedded reading 128 or 512 word pieces instead of the model's 256 (slow: re-embeds)
   bigrams     bm25 also indexes adjacent word pairs (stopwords dropped first); a query's pairs weigh W
   section     hierarchical evidence: + G x the bm25 of the chunk's whole section (code: its top-level definition)
+  coverage    dense weighs 1/W times more in hybrid when the best bm25 passage holds under T of the query's words
+              (a question worded in other words than its answer's: trust the embedding more)
   linear      a listwise linear reranker over 9 features of the candidate pool (bm25/best, cosine, cosine - best,
               code, code x cosine, module docstring, both reciprocal ranks, log length), L2 0.01 / 0.1 / 1,
               trained on the tune halves of all files but one and scored on the one left out (chunk-level ranks)
@@ -21,6 +23,7 @@ import math
 import statistics
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +143,29 @@ def probe_feedback(sets, split, base):
             params.update(alpha=alpha, m=m)
             res = fs.run(sets, split)
             report(f"alpha {alpha}, top {m}", {n: r["hybrid"]["mrr@10"] for n, r in res.items()}, base)
+
+
+def probe_coverage(sets, split, base):
+    params = {"tau": 0.0, "w": 1.0}
+    for b in {id(b): b for _, _, b in sets}.values():
+        s = b.searcher
+
+        def scores(snap, query, lists, mode="hybrid", fusion=None, plain=s.scores):
+            bm25 = lists.get("bm25")
+            if mode == "hybrid" and bm25 and params["tau"]:
+                words = set(tokenize(query))
+                held = words & set(tokenize(snap.texts[snap.pos[bm25[0][0]]]))
+                if len(held) < params["tau"] * max(len(words), 1):
+                    f = search.fusion.FUSION
+                    fusion = replace(f, beta=f.beta / params["w"], beta_decisive=f.beta_decisive / params["w"])
+            return plain(snap, query, lists, mode, fusion)
+        s.scores = scores
+    for tau in (0.34, 0.5, 0.67):
+        for w in (0.5, 0.25):
+            params.update(tau=tau, w=w)
+            res = fs.run(sets, split)
+            report(f"under {tau:g} of the words, dense x{1 / w:g}", {n: r["hybrid"]["mrr@10"] for n, r in res.items()},
+                   base)
 
 
 def probe_seq_length(sets, split, base):
@@ -322,13 +348,13 @@ def probe_linear(sets, split, base):
 
 PROBES = {"proximity": probe_proximity, "per-source": probe_per_source, "feedback": probe_feedback,
           "seq-length": probe_seq_length, "bigrams": probe_bigrams, "section": probe_section,
-          "linear": probe_linear}
+          "linear": probe_linear, "coverage": probe_coverage}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sets", nargs="+", help="EVAL_JSON@BRAIN_HOME")
-    ap.add_argument("--split", choices=("tune", "report"), default="tune")
+    ap.add_argument("--split", choices=("tune", "report", "all"), default="tune")
     ap.add_argument("--probe", action="append", choices=sorted(PROBES), help="default: all but seq-length")
     args = ap.parse_args()
     sets = fs.load_sets(args.sets)
