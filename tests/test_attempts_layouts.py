@@ -584,3 +584,24 @@ def test_a_section_that_measures_something_is_an_attempt_whatever_its_heading_sa
     assert got["Vectorized Memory Access"].start_line == 7
     assert "Where the time goes" not in got  # a part of the record over it
     assert not {"Nsight profile of the vectorized copy", "Lessons learned"} & set(got)  # they change nothing
+
+
+BOLD_ROUNDS = """# Searching for a fast Conv2D
+
+The torch reference takes **1.41 ms**.
+
+**Round 0: 7.02 ms, 20.1% of reference**  
+Idea: replace the operation with a CUDA kernel.
+
+**Round 1: 7.54 ms, 18.8% of reference**  
+Idea: load invariant tensors through the read-only cache.
+
+**Round 2: 3.46 ms, 41.0% of reference**  
+Idea: convert the convolution to an FP16 tensor-core GEMM.
+"""
+
+
+def test_bold_numbered_steps_head_their_paragraphs_and_a_percent_of_reference_is_no_baseline():
+    got = by_title(BOLD_ROUNDS)
+    assert got["Round 1: 7.54 ms, 18.8% of reference"] == ("regressed", (7.02, 7.54, "ms"))
+    assert got["Round 2: 3.46 ms, 41.0% of reference"] == ("improved", (7.54, 3.46, "ms"))

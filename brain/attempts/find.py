@@ -55,8 +55,8 @@ TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|n
 MARKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+?)\s*[\[(]\s*(?:TBA|TBD|TODO|WIP|coming soon|planned)\s*[\])]\s*$", _I)
 REVERTED_HEAD = re.compile(r"\b(fail\w*|revert\w*|reject\w*|abandon\w*|unsuccessful|dropped|dead[- ]ends?)\b|"
                            r"did(n't| not) (work|help)", _I)
-COMPARED = re.compile(r"\b(than|vs\.?|versus|over|from|against|relative to|compared (to|with))\s+(the\s+)?"
-                      r"(baseline|reference)\b", _I)  # `(6.77x faster than baseline)`: a step measured against it
+COMPARED = re.compile(r"(\b(than|vs\.?|versus|over|from|against|relative to|compared (to|with))|%\s*of)\s+(the\s+)?"
+                      r"(baseline|reference)\b", _I)  # `(6.77x faster than baseline)`, `20.1% of reference`: measured against it
 GAIN_COL = re.compile(r"expected|gain|speed-?up|impact|estimate|budget|potential|upper bound|headroom", _I)
 
 

@@ -119,6 +119,9 @@ NOT_HEAD = re.compile(r"^\W*(hypothesis|expected|estimate|changes?( made)?|attem
 # `Day3: Tuning Triton LayerNorm Parameters`, `TRY2: ...`
 STEP_LINE = re.compile(r"^\s*(?P<word>day|week|step|round|attempt|try|iteration|version|phase|stage|kernel)[ _-]?"
                        r"\d{1,3}(?:\.\d{1,2})?\b(?:\s*[:.)-]\s*[^.!?]{0,60})?\s*$", _I)
+# a bold step name opening a paragraph (`**Round 3: 3.67 ms, 38.7% of reference**` over its `Idea: ...` line)
+BOLD_STEP = re.compile(r"^(?P<word>day|week|step|round|attempt|try|iteration|version|phase|stage|kernel|level|"
+                       r"experiment|trial|variant|optimi[sz]ation)[ _-]?\d{1,3}(?:\.\d{1,2})?[a-z]?\b(?!\.\d)", _I)
 
 
 def _more_headings(lines: list[str], blocks: list) -> list:
@@ -129,6 +132,8 @@ def _more_headings(lines: list[str], blocks: list) -> list:
     from brain.chunking.sections import Block
     words = [] if any(b.kind == "heading" for b in blocks) else [
         m.group("word").lower() for b in blocks if b.kind == "prose" and (m := STEP_LINE.match(lines[b.start]))]
+    bold_steps = [m.group("word").lower() for b in blocks if b.kind == "prose"
+                  and (bm := BOLD_HEAD.match(lines[b.start])) and (m := BOLD_STEP.match(bm.group(2)))]
     out, level = [], 0
     for n, b in enumerate(blocks):
         if b.kind == "heading":
@@ -137,8 +142,12 @@ def _more_headings(lines: list[str], blocks: list) -> list:
         elif b.kind == "prose":
             first = lines[b.start]
             h, bold, step = HTML_HEAD.match(first), BOLD_HEAD.match(first), STEP_LINE.match(first)
+            named = BOLD_STEP.match(bold.group(2)) if bold else None
             if step and words.count(step.group("word").lower()) >= 2:
                 out.append(Block("heading", b.start, b.start, min(level + 1, 6), first.strip()))
+            elif named and bold_steps.count(named.group("word").lower()) >= 2:
+                # numbered bold steps head their paragraphs, measurement and all (two or more of one step word)
+                out.append(Block("bold", b.start, b.start, min(level + 1, 6), bold.group(2).strip().rstrip(":")))
             elif h and clean(re.sub(r"<[^>]+>", " ", h.group(2))):
                 out.append(Block("heading", b.start, b.start, int(h.group(1)), re.sub(r"<[^>]+>", " ", h.group(2))))
                 level = int(h.group(1))
