@@ -1,8 +1,8 @@
-"""Export a worklog development set (B to M) from git mirrors of its public repositories.
+"""Export a worklog development set (B to N) from git mirrors of its public repositories.
 
-    python bench/retrieval/worklogs_corpus.py b|c|d|e|f|g|h|i|j|k|l|m MIRRORS_DIR OUT_DIR
+    python bench/retrieval/worklogs_corpus.py b|c|d|e|f|g|h|i|j|k|l|m|n MIRRORS_DIR OUT_DIR
 
-Each file of bench/data/attempts_labels_worklogs_{b,...,m}.json's "_sources" is written to OUT_DIR byte for byte from
+Each file of bench/data/attempts_labels_worklogs_{b,...,n}.json's "_sources" is written to OUT_DIR byte for byte from
 `git show COMMIT:PATH` in MIRRORS_DIR/OWNER+NAME/repo (a bare mirror, as this workplace's fetch brings them;
 a clone at MIRRORS_DIR/OWNER+NAME works too). The documents are other people's text: read them where they lie,
 never copy them into the repository.
@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def main() -> int:
-    if len(sys.argv) != 4 or sys.argv[1] not in tuple("bcdefghijklm"):
+    if len(sys.argv) != 4 or sys.argv[1] not in tuple("bcdefghijklmn"):
         sys.exit(__doc__)
     labels = DATA / f"attempts_labels_worklogs_{sys.argv[1]}.json"
     mirrors, out = Path(sys.argv[2]), Path(sys.argv[3])
