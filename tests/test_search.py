@@ -157,7 +157,9 @@ def test_every_eval_file_follows_the_split_rule():
     assert len(files) >= 5
     for file in files:
         questions = load_questions(file)  # raises if a stored split disagrees with the rule
-        assert {q["split"] for q in questions} == {"tune", "report"}, file
+        keys = {q["file"] if isinstance(q.get("file"), str) else q["q"] for q in questions}
+        if len(keys) >= 8:  # a held-out set of four worklogs may hash all to one half (and is read whole)
+            assert {q["split"] for q in questions} == {"tune", "report"}, file
         assert all(q["type"] != "other" for q in questions), file
     assert split_of("  a question ") == split_of("a question")
 
