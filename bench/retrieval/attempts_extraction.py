@@ -44,6 +44,8 @@ sys.path.insert(0, str(ROOT))
 from brain.attempts.extract import extract  # noqa: E402
 from brain.attempts.rules import rules_markdown  # noqa: E402
 
+import worklogs_corpus  # noqa: E402  (beside this script)
+
 # ../shared/sample-corpora/worklogs next to the checkout (a worktree may sit one level deeper)
 WORKLOGS = next((p / "shared" / "sample-corpora" / "worklogs" for p in ROOT.parents
                  if (p / "shared" / "sample-corpora" / "worklogs").is_dir()),
@@ -52,7 +54,7 @@ WORKLOG_LABELS = ROOT / "bench" / "data" / "attempts_labels_worklogs.json"
 # sets B to N: exported from git mirrors by bench/retrieval/worklogs_corpus.py LETTER into a folder given with --root
 WORKLOG_SETS = {"worklogs": (WORKLOG_LABELS, WORKLOGS),
                 **{f"worklogs_{x}": (ROOT / "bench" / "data" / f"attempts_labels_worklogs_{x}.json", None)
-                   for x in "bcdefghijklmn"}}
+                   for x in worklogs_corpus.SETS}}
 
 TEXT_FIELDS = ("title", "hypothesis", "change", "lesson")
 

@@ -26,10 +26,12 @@ sys.path.insert(0, str(ROOT))
 from brain.config import CorpusSpec, Settings  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
+import worklogs_corpus  # noqa: E402  (beside this script)
+
 SETS = {"worklogs": (ROOT / "bench" / "data" / "attempts_labels_worklogs.json",
                      ROOT.parent / "shared" / "sample-corpora" / "worklogs"),
         **{f"worklogs_{x}": (ROOT / "bench" / "data" / f"attempts_labels_worklogs_{x}.json", None)
-           for x in "bcdefghijklmn"}}
+           for x in worklogs_corpus.SETS}}
 
 
 def overlaps(r: dict, a: dict, file: str) -> bool:

@@ -37,6 +37,8 @@ from brain.evaluate import evaluate, load_questions  # noqa: E402
 from brain.search import MODES  # noqa: E402
 from brain.service import Brain  # noqa: E402
 
+import worklogs_corpus  # noqa: E402  (beside this script)
+
 DATA = ROOT / "bench" / "data"
 SAMPLE = ROOT.parent / "shared" / "sample-corpora"
 CUB = Path("/usr/local/cuda-13.0/include/cccl/cub")
@@ -52,7 +54,7 @@ def export(script: str, cutlass: Path | None, out: Path) -> Path | None:
     return out
 
 
-WORKLOG_SETS = "bcdefghijklmn"  # the worklog sets exported by bench/retrieval/worklogs_corpus.py (A is sample-corpora's)
+WORKLOG_SETS = worklogs_corpus.SETS
 
 
 def sets(cutlass: Path | None, homes: Path, sample: Path = SAMPLE,

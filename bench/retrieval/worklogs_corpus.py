@@ -15,10 +15,12 @@ import sys
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+SETS = "bcdefghijklmn"  # the letters of the exported worklog sets (A is ../shared/sample-corpora's); the other
+# bench scripts take them from here
 
 
 def main() -> int:
-    if len(sys.argv) != 4 or sys.argv[1] not in tuple("bcdefghijklmn"):
+    if len(sys.argv) != 4 or sys.argv[1] not in tuple(SETS):
         sys.exit(__doc__)
     labels = DATA / f"attempts_labels_worklogs_{sys.argv[1]}.json"
     mirrors, out = Path(sys.argv[2]), Path(sys.argv[3])

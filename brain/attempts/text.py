@@ -117,11 +117,12 @@ NOT_HEAD = re.compile(r"^\W*(hypothesis|expected|estimate|changes?( made)?|attem
 
 # a short line of its own that opens a numbered step, in a document written without headings: `day 1`,
 # `Day3: Tuning Triton LayerNorm Parameters`, `TRY2: ...`
-STEP_LINE = re.compile(r"^\s*(?P<word>day|week|step|round|attempt|try|iteration|version|phase|stage|kernel)[ _-]?"
+_STEP_WORD = r"day|week|step|round|attempt|try|iteration|version|phase|stage|kernel"
+STEP_LINE = re.compile(r"^\s*(?P<word>" + _STEP_WORD + r")[ _-]?"
                        r"\d{1,3}(?:\.\d{1,2})?\b(?:\s*[:.)-]\s*[^.!?]{0,60})?\s*$", _I)
 # a bold step name opening a paragraph (`**Round 3: 3.67 ms, 38.7% of reference**` over its `Idea: ...` line)
-BOLD_STEP = re.compile(r"^(?P<word>day|week|step|round|attempt|try|iteration|version|phase|stage|kernel|level|"
-                       r"experiment|trial|variant|optimi[sz]ation)[ _-]?\d{1,3}(?:\.\d{1,2})?[a-z]?\b(?!\.\d)", _I)
+BOLD_STEP = re.compile(r"^(?P<word>" + _STEP_WORD + r"|level|experiment|trial|variant|optimi[sz]ation)[ _-]?"
+                       r"\d{1,3}(?:\.\d{1,2})?[a-z]?\b(?!\.\d)", _I)
 
 
 def _more_headings(lines: list[str], blocks: list) -> list:
