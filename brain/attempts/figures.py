@@ -16,6 +16,7 @@ import statistics
 from dataclasses import dataclass
 
 from brain.attempts import text as T
+from brain.attempts.ratios import RATE_WORD, TIME_WORD, phrase_ratios
 from brain.attempts.units import UNIT, better_of, canonical, metric_of
 
 _I = re.I
@@ -37,10 +38,10 @@ OVER = re.compile(r"\b(?:improvement|speed-?up|gain|faster|better|increase|boost
 RATIO_PCT = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*%\s*(?:(faster|speed-?up|speed increase|improvement|"
                        r"performance (?:increase|improvement|gain)|gain|better|higher throughput)|(slower|worse|"
                        r"regression|performance (?:drop|loss)))", _I)
+_ABOUT = r"(?:(?:up to|about|around|roughly|approximately|over|more than|nearly|almost|a factor of|~)\s*)*"
 RATIO_X = re.compile(r"(?<![\d.\-–])(\d+(?:\.\d+)?)\s*[x×]\s*(?:(faster|speed-?up|improvement|better|higher)|"
                      r"(slower|worse))"
-                     r"|speed-?up of (\d+(?:\.\d+)?)\s*[x×]", _I)
-_ABOUT = r"(?:(?:up to|about|around|roughly|approximately|over|more than|nearly|almost|a factor of|~)\s*)*"
+                     r"|speed-?up of " + _ABOUT + r"(\d+(?:\.\d+)?)\s*[x×]", _I)
 # "reduces the overall sampling time by more than 50%", "the FOM improved by 68%", "speeds it up by 1.5x"
 RATIO_BY = re.compile(r"\b(?P<verb>improv\w*|went (?:up|down)|rose|grew|climbed|fell|speed\w* (?:\w+ )?up|sped (?:\w+ )?up|boost\w*|accelerat\w*|increas\w*|"
                       r"rais\w*|reduc\w*|cut\w*|lower\w*|decreas\w*|drop\w*|sav\w*|shr[ai]nk\w*)\b"
@@ -48,8 +49,6 @@ RATIO_BY = re.compile(r"\b(?P<verb>improv\w*|went (?:up|down)|rose|grew|climbed|
 # "slightly slower (~2%)"
 RATIO_PAREN = re.compile(r"\b(?P<verb>faster|slower|quicker|speed-?up|slowdown)\s*\(\s*~?\s*(?P<n>\d+(?:\.\d+)?)\s*"
                          r"(?P<u>%|[x×])\s*\)", _I)
-TIME_WORD = re.compile(r"\b(time|latency|runtime|duration|overhead|cost|cycles|stalls?|traffic)", _I)
-RATE_WORD = re.compile(r"\b(throughput|bandwidth|performance|speed|t?flops|fom|utili[sz]ation|efficiency|hit rate)", _I)
 RATIO_WORD = re.compile(r"\b(doubles|doubled|doubling|triples|tripled|halves|halved)\b(?: the| its)? "
                         r"(performance|throughput|speed|time|latency|runtime|flops|bandwidth)", _I)
 STATE = re.compile(r"(?<![A-Za-z0-9_.,/])" + N + r"\s*(" + UNIT + r")(?![\w/])")
@@ -158,10 +157,27 @@ def text_figures(lines: list[str], start: int, end: int, states: bool = True) ->
     figs: list[Fig] = []
     for a, b in T.blocks_of(lines, start, end):
         kind = T.block_kind(lines, a, b)
-        if kind in ("code", "table"):
+        if kind == "code":
+            figs += _code_arrows(lines, a, b)
+            continue
+        if kind == "table":
             continue
         figs += [copy.copy(f) for f in _cached(tuple(lines[a:b + 1]), a) if states or f.kind != "state"]
     return figs
+
+
+def _code_arrows(lines: list[str], a: int, b: int) -> list[Fig]:
+    """In program output or a fenced note, only a measurement with its unit on both sides of an arrow
+    (`time: 9.064 ms -> 10.577 ms`): code's other arrows and numbers are not figures."""
+    return [f for i in range(a, b + 1) for f in line_arrows(lines[i], i)]
+
+
+def line_arrows(line: str, i: int) -> list[Fig]:
+    """`X unit -> Y unit` on one line, the same unit written on both sides (a count or a ratio is no figure)."""
+    return [make(_label(line, m.start()), T.num(m.group(1)), T.num(m.group(3)), m.group(2), i)
+            for m in ARROW.finditer(line)
+            if m.group(2) and m.group(4) and canonical(m.group(2)) == canonical(m.group(4)) not in ("x", "s")
+            and metric_of(canonical(m.group(2))) not in ("other", "speedup")]
 
 
 @functools.lru_cache(maxsize=8192)
@@ -247,6 +263,11 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
                 taken.append((m.start(), m.end()))
             else:
                 add(m, m.start(), 1.0, round(q, 4), "x", "ratio")
+    for start, end, q, kind in phrase_ratios(text):
+        if free(start, end) and not REF_SENTENCE.search(_sentence(text, start)):
+            figs.append(Fig(_label(text, start), 1.0, q, "x", *(("latency", "lower") if kind == "time" else ("speedup", "higher")),
+                            blk.line(start), "ratio"))
+            taken.append((start, end))
     for m in RATIO_X.finditer(text):
         if free(m.start(), m.end()) and not REF_SENTENCE.search(_sentence(text, m.start())):
             r = float(m.group(1) or m.group(4))

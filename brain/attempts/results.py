@@ -36,7 +36,8 @@ SIZE_HEAD = re.compile(r"\b(size|shape|dims?|dimensions?|[mnk]|batch|bs|seq\w*|t
                        r"input|elements?|n_\w+|num_\w+)\b", _I)
 PARAM_HEAD = re.compile(r"\b(tile|block|warp|thread|stage|split|chunk|unroll|vec\w*|cluster|depth|group|page|"
                         r"occupancy|factor|degree|draft|width)", _I)
-SHAPE_NAME = re.compile(r"\W*(?:(?:[mnkbl]|bs|batch|seq(?:len)?|n)\s*[=:]?\s*\d[\d,]*\W*){1,4}", _I)
+SHAPE_NAME = re.compile(r"\W*(?:(?:[mnkbltdh]|bs|batch(?:[ _]size)?|seq(?:[ _]?len)?|in(?:put)?|out(?:put)?|ctx|context|len|"
+                        r"tokens?|heads?|head[ _]dim|experts?|topk|tp|ep)\s*[=:]?\s*\d[\d,]*[kK]?\W*){1,4}", _I)
 DIM = re.compile(r"(?<![A-Za-z])[MNKBGLHD]\s*=?\s*\d{2,6}\b|\b\d{2,6}\s*[x×]\s*\d{2,6}\b")
 
 

@@ -43,7 +43,7 @@ RULES = [
     ("unit", "results tables (a delimiter row of one dash a cell opens one too; a second heading row with no name in "
              "its first cell, `| | seq_len = 4096 |`, joins the first) are progressions: rows naming variants (a name, `3: Tiling`, a step-number column with "
              "the name beside it, a short code with the description beside it: `s03: Shared memory`, a setting under a parameter heading: `Tile size 128`; not problem sizes: `4096`, "
-             "`M=1024`, `gemm N7168 K16384`) that are new to the document (not a recap with the same figures; the "
+             "`M=1024`, `gemm N7168 K16384`, `bs=1, in=128`, `ctx=4k`, `tokens=512`) that are new to the document (not a recap with the same figures; the "
              "same names measured anew, an fp16 table after the fp32 one, are; the same names in another measure, `% of "
              "peak` after `GB/s`, are not), in any section but those on "
              "hardware, theory, profiles, targets, setup and estimates (the document's own title vetoes nothing: `... Optimization Plan`) (a summary or conclusion only in a document "
@@ -120,19 +120,23 @@ RULES = [
              "under it"),
     ("figures", "text: `a → b`, `from a to b`, `a vs b` (after vs before), `a (from b)`, `a, down from b`, `a / b vs c "
                 "/ d`, `A ... improvement over "
-                "the B` (B a previous version, not a library); a unitless pair borrows a time unit written near it "
+                "the B` (B a previous version, not a library); inside program output only `time: 9.06 ms -> 10.58 ms`, one unit of a time or rate on both sides (a measurement line holding one is its step's pair); a unitless pair borrows a time unit written near it "
                 "unless a noun follows it (`909 SASS instructions`) or its subject is counted (`instructions increased from`); a pair whose sentence names cuBLAS, torch or "
                 "the reference kernel before it is that library's figure"),
     ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`, `the FOM improved by "
-                "68%`, `reduces the sampling time by 50%`, `throughput went up by 18%`, `slower (~2%)`: before 1, "
+                "68%`, `reduces the sampling time by 50%`, `throughput went up by 18%`, `slower (~2%)`, `a speedup of about 5.8x`, `15% decrease in step time`, `4% lower TPOT`, "
+                "`20% higher throughput` (a time or rate word must follow), Chinese `提升了50%` / `性能提升约 10 倍` (a rate up), "
+                "`节省了20%` / `缩短` (a time down), `降低` / `减少` / `增加` after a time word (`耗时`, `延迟`) or a rate word (`吞吐`, `性能`): before 1, "
                 "after the ratio, unit x; a time that moved by a ratio is lower-is-better; N% slower is 1 - N/100) "
                 "only where no absolute figure compares, and not when the sentence compares with a library"),
     ("figures", "a number with a performance unit outside any pair is a state (what this version measures; not "
                 "a signed change: `+0.5 TFLOPS`) unless its clause names a reference: cuBLAS, torch, peak, theoretical, SOL, 'up to', an estimate, a "
                 "budget (not its own `(3% of peak)`)"),
-    ("figures", "tables: a before and an after column (per row, per `·` value; beside a Baseline column, the last "
+    ("figures", "tables: a before and an after column (`before` / `baseline` / `previous`, `after` / `new` / `optimized`, "
+                "Chinese `优化前` / `优化后`, `修改前` / `修改后`, `原始`) (per row, per `·` value; beside a Baseline column, the last "
                 "column in its unit naming no library is the after one); two configuration columns and a Diff "
-                "column (the diff's sign says which is new); two configuration rows and a Difference row; a "
+                "column (the diff's sign says which is new); two columns of one unit before a Speedup column (`| plain | split-K | speedup |`; "
+                "each row's ratio says which is new, and every row must agree); two configuration rows and a Difference row; a "
                 "Baseline table joined by key; tab-separated columns are a table too; an HTML table's header is its rows up to the first holding a "
                 "number, spans spread and each column's headings joined (`Time (us) CU Baseline`)"),
     ("figures", "program output that names each version on a line of its own (`KERNEL 2`, `Kernel = naive`) and "

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from brain.attempts import text as T
 from brain.attempts.fields import DONE
-from brain.attempts.figures import Fig, make, text_figures
+from brain.attempts.figures import Fig, line_arrows, make, text_figures
 from brain.attempts.units import UNIT, canonical, metric_of
 
 _I = re.I
@@ -346,6 +346,11 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
             b, a = state
             span.pairs = [Fig("", b.after, a.after, a.unit, a.metric, a.better, a.line, "pair")]
             span.state, span.baseline = [Fig("", None, a.after, a.unit, a.metric, a.better, a.line, "state")], False
+        arrows = [f for i in range(m0, m1 + 1) for f in line_arrows(lines[i], i)]
+        if len(arrows) == 1 and arrows[0].unit == state[0].unit:
+            # `ordinary time: 9.064 ms -> 10.577 ms`: the line measures before and after itself
+            span.pairs, span.baseline = arrows, False
+            span.state = [Fig("", None, arrows[0].after, arrows[0].unit, arrows[0].metric, arrows[0].better, m0, "state")]
         # one paragraph of comment after the measurement, unless it introduces the next one or is a unit itself
         nxt = runs[r + 1] if r + 1 < len(runs) else None
         after = [p for p in paras if p[0] > m1 and (nxt is None or p[1] < nxt[0])]

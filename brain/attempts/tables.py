@@ -10,11 +10,12 @@ from brain.attempts.figures import Fig, make
 from brain.attempts.units import UNIT, canonical
 
 _I = re.I
-BEFORE_COL = re.compile(r"before|baseline|\bold\b|previous|^v\d|section \d+", _I)
-AFTER_COL = re.compile(r"after|\bnow\b|\bnew\b|optimi[sz]ed", _I)
+BEFORE_COL = re.compile(r"before|baseline|\bold\b|previous|^v\d|section \d+|优化前|修改前|改进前|之前|原始|基线", _I)
+AFTER_COL = re.compile(r"after|\bnow\b|\bnew\b|optimi[sz]ed|优化后|修改后|改进后|之后", _I)
 LIBRARY_COL = re.compile(r"cublas|cudnn|cutlass|torch|triton|flash|\bfa\d|vendor|library|reference|\bref\b|peak|"
                          r"theoretical|\bsol\b|target", _I)
 DIFF_COL = re.compile(r"\bdiff|Δ|\bdelta\b|\bchange\b|差", _I)
+RATIO_COL = re.compile(r"speed-?up|加速比|提升倍数|^\W*(提升|加速)\W*$", _I)
 DIFF_ROW = re.compile(r"^(difference|diff|delta|Δ|change|gain|saving|差|差值)\b", _I)
 
 
@@ -75,7 +76,7 @@ def table_figures(lines: list[str], start: int, end: int) -> tuple[list[Fig], st
                 if hb and ha:
                     change = f"{hb.group(1)} → {ha.group(1)}"
             continue
-        figs += _diff_table(header, rows) + _diff_rows(header, rows)
+        figs += _diff_table(header, rows) + _diff_rows(header, rows) + _ratio_table(header, rows)
         # a "Baseline" table (key, time), then tables with the same keys and a time column
         time_col = next((k for k, h in enumerate(header) if k > 0 and re.search(r"time|µs|μs|\bus\b", h, _I)), None)
         if time_col is None:
@@ -133,6 +134,38 @@ def _diff_table(header: list[str], rows: list) -> list[Fig]:
                 if unit:
                     out.append(make(c[0], x, y, unit, row_line, "pair"))
     return out
+
+
+def _ratio_table(header: list[str], rows: list) -> list[Fig]:
+    """Two measurements side by side and a Speedup column (`| plain | split-K | speedup |` over `| 368 µs | 105 µs
+    | 3.5x |`): the ratio of the two says which column is the new one, row by row; a table whose ratios match
+    neither way round is left alone."""
+    d = next((k for k, h in enumerate(header) if k >= 3 and RATIO_COL.search(h)), None)
+    if d is None:
+        return []
+    a, b = d - 2, d - 1
+    unit = cell_unit(header[a], *(c[a] for _, c in rows if len(c) > a))
+    if not unit or unit != cell_unit(header[b], *(c[b] for _, c in rows if len(c) > b)):
+        return []
+    votes, out = 0, []
+    for row_line, c in rows:
+        if len(c) <= d:
+            continue
+        x, y, r = cell_number(c[a]), cell_number(c[b]), cell_number(c[d])
+        if None in (x, y, r) or not (x and y and r):
+            continue
+        if abs(x / y - r) <= 0.05 * r:
+            votes += 1
+        elif abs(y / x - r) <= 0.05 * r:
+            votes -= 1
+        else:
+            return []
+        out.append((row_line, c[0], x, y))
+    if not votes or abs(votes) < len(out):
+        return []  # the ratios must agree on one reading for every row
+    # a time shrinks by the ratio, a rate grows by it: x/y = r means a is old for a time, b is old for a rate
+    old_is_a = (votes > 0) == (unit in TIME_SCALE)
+    return [make(name, x if old_is_a else y, y if old_is_a else x, unit, line, "pair") for line, name, x, y in out]
 
 
 def _diff_rows(header: list[str], rows: list) -> list[Fig]:

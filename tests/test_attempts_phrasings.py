@@ -1,0 +1,113 @@
+"""Attempt figures said in the other ways kernel worklogs say them (issue 26, round 13): a results table with two
+measurements and a Speedup column, Chinese before / after column headings and ratio phrases, a measurement line
+with an arrow inside program output, "a speedup of about 5.8x", and "15% decrease in step time". The documents
+are written for these tests."""
+from __future__ import annotations
+
+from brain.attempts.extract import extract
+from brain.attempts.figures import text_figures
+
+
+def recs(text: str) -> list:
+    return extract(text, "w.md", "t")
+
+
+def fig(r) -> tuple | None:
+    return (r.figure["before"], r.figure["after"], r.figure["unit"]) if r.figure else None
+
+
+def ratios(sentence: str) -> list[tuple]:
+    return [(f.before, f.after, f.unit, f.better) for f in text_figures([sentence], 0, 0)]
+
+
+SPEEDUP_COLUMN = """# Decode attention on RDNA3
+
+## Split-K decode
+
+One query row reads the whole KV cache, so the grid had too few programs. Splitting the KV range across
+programs and reducing the partial softmax at the end fixed that:
+
+| batch x heads x kv | plain forward | split-K decode | speedup |
+|---|---|---|---|
+| 1 x 8 x 4096 | 368 us | 105 us | 3.5x |
+| 1 x 8 x 16384 | 1420 us | 260 us | 5.46x |
+| 4 x 8 x 4096 | 410 us | 160 us | 2.56x |
+"""
+
+
+def test_two_measurements_beside_a_speedup_column_are_before_and_after():
+    r = next(r for r in recs(SPEEDUP_COLUMN) if r.title.startswith("Split-K"))
+    assert r.verdict == "improved"
+    assert fig(r) == (410.0, 160.0, "us")  # the median over the three sizes
+
+
+RATES_RATIO = """# Fused MoE gate
+
+## Fusing the gate into the GEMM
+
+| shape | unfused TFLOP/s | fused TFLOP/s | speedup |
+|---|---|---|---|
+| 4096 | 400 | 520 | 1.3x |
+| 8192 | 500 | 600 | 1.2x |
+| 16384 | 550 | 605 | 1.1x |
+"""
+
+
+def test_the_ratio_of_rates_reads_the_other_way_round():
+    r = next(r for r in recs(RATES_RATIO) if r.title.startswith("Fusing"))
+    assert (r.verdict, fig(r)) == ("improved", (500.0, 600.0, "TFLOP/s"))
+
+
+CHINESE_TABLE = """# 零拷贝 KV cache
+
+## 2.2 零拷贝优化后 Decode 性能
+
+| 配置 | 优化前 ITL (ms) | 优化后 ITL (ms) |
+|------|----------|----------|
+| bs=1, in=128 | 59 | 14.7 |
+| bs=1, in=512 | 65 | 18.9 |
+| bs=4, in=128 | 69 | 23.1 |
+"""
+
+
+def test_chinese_before_and_after_columns_and_rows_of_sizes_make_one_record():
+    got = recs(CHINESE_TABLE)
+    assert [r.title for r in got] == ["2.2 零拷贝优化后 Decode 性能"]  # rows of sizes are no changes of their own
+    assert (got[0].verdict, fig(got[0])) == ("improved", (65.0, 18.9, "ms"))
+
+
+CODE_ARROW = """# SGEMM with Nsight
+
+## Case 3: register double buffering
+
+More independent register work might hide the shared-memory dependencies. It raised registers per thread
+from 168 to 182, which crossed a residency boundary:
+
+```text
+resident blocks/SM:     3 -> 2
+issue active:       72.36% -> 57.33%
+ordinary time:      9.064 ms -> 10.577 ms
+```
+
+The experiment was rejected.
+"""
+
+
+def test_an_arrow_between_two_times_in_program_output_is_the_steps_pair():
+    r = next(r for r in recs(CODE_ARROW) if r.title.startswith("Case 3"))
+    assert (r.verdict, fig(r)) == ("regressed", (9.064, 10.577, "ms"))
+
+
+def test_ratio_phrases_in_english():
+    assert ratios("On MI300 it achieved a speedup of approximately 5.8x over the old backend.") == \
+        [(1.0, 5.8, "x", "higher")]
+    assert ratios("Result: 15% decrease in step time.") == [(1.0, 0.85, "x", "lower")]
+    assert ratios("The new backend gives 20% higher throughput.") == [(1.0, 1.2, "x", "higher")]
+    assert ratios("It uses 30% more registers.") == []  # a count, not a measure of speed
+
+
+def test_ratio_phrases_in_chinese():
+    assert ratios("性能相比于v3，提升了50%。") == [(1.0, 1.5, "x", "higher")]
+    assert ratios("在内存拷贝的用时上，大约节省了20%") == [(1.0, 0.8, "x", "lower")]
+    assert ratios("性能提升约 10 倍") == [(1.0, 10.0, "x", "higher")]
+    assert ratios("寄存器增加了 20%") == []  # neither a time nor a rate
