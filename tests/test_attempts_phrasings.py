@@ -1,6 +1,7 @@
 """Attempt figures said in the other ways kernel worklogs say them (issue 26, round 13): a results table with two
 measurements and a Speedup column, Chinese before / after column headings and ratio phrases, a measurement line
-with an arrow inside program output, "a speedup of about 5.8x", and "15% decrease in step time". The documents
+with an arrow inside program output, "a speedup of about 5.8x", "15% decrease in step time", rows a progression
+table lists without their measurement (`—`, `...`), and a unit given only by the heading over a table. The documents
 are written for these tests."""
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ def recs(text: str) -> list:
 
 def fig(r) -> tuple | None:
     return (r.figure["before"], r.figure["after"], r.figure["unit"]) if r.figure else None
+
+
+def by_title(text: str) -> dict:
+    return {r.title: (r.verdict, fig(r)) for r in recs(text)}
 
 
 def ratios(sentence: str) -> list[tuple]:
@@ -111,3 +116,43 @@ def test_ratio_phrases_in_chinese():
     assert ratios("在内存拷贝的用时上，大约节省了20%") == [(1.0, 0.8, "x", "lower")]
     assert ratios("性能提升约 10 倍") == [(1.0, 10.0, "x", "higher")]
     assert ratios("寄存器增加了 20%") == []  # neither a time nor a rate
+
+
+PLANNED_ROWS = """# Metal SGEMM
+
+## Progress
+
+| Kernel | GFLOP/s |
+|---|---|
+| v1 Naive | 310 |
+| v2 Threadgroup tiling | 520 |
+| v3 Not measured yet | — |
+| v4 Double buffer | ... |
+| v5 Autotuned | TBD |
+"""
+
+
+def test_rows_a_progression_lists_without_a_measurement_are_attempts_still():
+    got = by_title(PLANNED_ROWS)
+    assert got["v2 Threadgroup tiling"] == ("improved", (310.0, 520.0, "GFLOP/s"))
+    assert got["v3 Not measured yet"] == ("inconclusive", None)  # done, not measured
+    assert got["v4 Double buffer"] == ("proposed", None)  # not done yet
+    assert got["v5 Autotuned"] == ("proposed", None)
+
+
+UNIT_HEADING = """# SGEMM worklog
+
+## GFLOPS
+
+| Shader | 256 | 1024 | 4096 |
+| --- | --- | --- | --- |
+| Naive | 88 | 333 | 329 |
+| Threadgroup tiling | 129 | 501 | 540 |
+| 2D microtile | 136 | 1241 | 1516 |
+"""
+
+
+def test_a_heading_that_is_a_unit_gives_the_table_under_it_its_unit():
+    got = by_title(UNIT_HEADING)
+    assert got["Threadgroup tiling"] == ("improved", (329.0, 501.0, "GFLOP/s"))  # medians over the sizes
+    assert got["2D microtile"][0] == "improved"

@@ -93,7 +93,7 @@ def with_context_unit(lines: list[str], t: T.Table, doc_units: dict[str, str]) -
     in microseconds:", "(GFLOP/s)"): each numeric column's heading gets it."""
     after = lines[t.end + 1] if t.end + 1 < len(lines) and lines[t.end + 1].strip() else \
         (lines[t.end + 2] if t.end + 2 < len(lines) else "")
-    context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "")
+    context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "") + _unit_heading(lines, t.line)
     m = re.search(r"(?:\(|\b(?:in|of|reporting|reports?)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
                   context, _I)
     unit = m and (UNIT_WORDS.get((m.group(2) or "").lower()) or canonical(m.group(1) or ""))
@@ -115,6 +115,17 @@ def with_context_unit(lines: list[str], t: T.Table, doc_units: dict[str, str]) -
         return T.Table(t.line, header, t.rows, t.end) if header != t.header else t
     header = [h if k == 0 or header_unit(h) or "(" in h else f"{h} ({unit})" for k, h in enumerate(t.header)]
     return T.Table(t.line, header, t.rows, t.end)
+
+
+def _unit_heading(lines: list[str], line: int) -> str:
+    """The heading over a table when it is a unit and nothing else (`## GFLOPS` over `| Shader | 64 | ... | 4096 |`),
+    as a caption names one: ` (GFLOPS)`."""
+    for i in range(line - 1, -1, -1):
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", lines[i])
+        if m:
+            u = re.fullmatch(r"\W*(" + UNIT + r")\W*", m.group(1))
+            return f" ({u.group(1)})" if u else ""
+    return ""
 
 
 def col_unit(t: T.Table, c: int) -> str:

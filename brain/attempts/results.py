@@ -36,6 +36,9 @@ SIZE_HEAD = re.compile(r"\b(size|shape|dims?|dimensions?|[mnk]|batch|bs|seq\w*|t
                        r"input|elements?|n_\w+|num_\w+)\b", _I)
 PARAM_HEAD = re.compile(r"\b(tile|block|warp|thread|stage|split|chunk|unroll|vec\w*|cluster|depth|group|page|"
                         r"occupancy|factor|degree|draft|width)", _I)
+# a results cell holding no measurement: not measured (`—`, `n/a`) or not done yet (`...`, `TBD`)
+PLANNED = re.compile(r"\.{2,}%?|…|tbd|todo|planned|pending|wip|待定|待测", re.I)
+PLACEHOLDER = re.compile(r"[-—–]+|n/?a|" + PLANNED.pattern, re.I)
 SHAPE_NAME = re.compile(r"\W*(?:(?:[mnkbltdh]|bs|batch(?:[ _]size)?|seq(?:[ _]?len)?|in(?:put)?|out(?:put)?|ctx|context|len|"
                         r"tokens?|heads?|head[ _]dim|experts?|topk|tp|ep)\s*[=:]?\s*\d[\d,]*[kK]?\W*){1,4}", _I)
 DIM = re.compile(r"(?<![A-Za-z])[MNKBGLHD]\s*=?\s*\d{2,6}\b|\b\d{2,6}\s*[x×]\s*\d{2,6}\b")
@@ -80,7 +83,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
         cols = [c for c in range(1, len(t.header)) if c == col or (
             col_unit(t, c) == unit and header_metric(t.header[c], unit) == metric and metric != "other"
             and sized(t.header[c]) and sized(t.header[col]) and unsized(t.header[c]) == unsized(t.header[col]))]
-        rows = []
+        rows, unmeasured = [], []
         for line, c in t.rows:
             v = cell_value(c[col], unit) if col < len(c) else None
             name = _row_name(t.header[0], c[0], c)
@@ -89,6 +92,8 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 continue  # `Reference (TFLOPs)` under a column of %: the row the percentages are of
             if v is not None and name:
                 rows.append((line, name, norm(name), v, c))
+            elif name and col < len(c) and PLACEHOLDER.fullmatch(c[col].strip().strip("*` ")):
+                unmeasured.append((line, name, c))
         if not rows:
             continue
         def figs(r, kind="row") -> list[Fig]:
@@ -162,6 +167,11 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 if item:  # the list item that says what the row's variant changed is where its record is
                     st.start, st.end = item
                 out.append(st)
+            for line, name, cs in unmeasured:  # a step the table lists without its measurement
+                if norm(name) not in seen and not R.library_row(name):
+                    st = Step("row", T.clean(name)[:90], line, line, sec, {norm(name)}, table=t.line)
+                    st.pending = "proposed" if PLANNED.fullmatch(cs[col].strip().strip("*` ")) else "inconclusive"
+                    out.append(st)
             continue
         for r in rows:
             st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None) or worded.get(id(r))

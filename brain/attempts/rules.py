@@ -59,10 +59,11 @@ RULES = [
              "section with several such tables is cut at them, and its text after the last one, when it measures "
              "a change of its own, is the next step); not a breakdown (a Total row, a numeric Diff column beside two columns of one measure; a Delta column beside one is each row's change), a "
              "column of estimates or of mixed units. A table with a before and an after column whose rows name "
-             "different ops: a step per row, its own pair. Rows of sizes under columns of variants (`| Size | "
+             "different ops: a step per row, its own pair. A progression's row naming a new variant whose deciding cell holds "
+             "no measurement is an attempt still: inconclusive for `—` or `n/a` (done, not measured), proposed for `...`, TBD, TODO. Rows of sizes under columns of variants (`| Size | "
              "Naive | Tiled |`): a step per column over the sizes. Variants across and measures down: read the "
              "usual way round (when most rows name a measure). A table whose headings name no unit takes the one its "
-             "introduction names ('runtime in microseconds:', 'Reporting TFLOPS'), a column that names only its metric "
+             "introduction names ('runtime in microseconds:', 'Reporting TFLOPS') or the heading over it when that is a unit alone (`## GFLOPS`), a column that names only its metric "
              "(`Mean Effective Bandwidth`) the unit the document writes that metric in; its percentage cells are of "
              "peak or of a reference when the introduction says so ('relative to the official implementation')"),
     ("unit", "a numbered step that is the library it is measured against (`Kernel 0: Simple cuBLAS call`) is no step; "
