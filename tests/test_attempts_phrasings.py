@@ -156,3 +156,28 @@ def test_a_heading_that_is_a_unit_gives_the_table_under_it_its_unit():
     got = by_title(UNIT_HEADING)
     assert got["Threadgroup tiling"] == ("improved", (329.0, 501.0, "GFLOP/s"))  # medians over the sizes
     assert got["2D microtile"][0] == "improved"
+
+
+FUTURE_HEADINGS = """# Softmax, atomic version
+
+## Results
+
+The atomic kernel takes 1.20 ms, down from 2.40 ms for the naive one.
+
+## Improvements for next version
+
+1. Replace atomic_add with a block-level reduction in shared memory.
+2. Minimize the number of kernels used.
+
+## 后续优化方向
+
+1. **FlashDecoding** — 解决长 context 下 KV cache 数据搬运问题
+2. **Prefill-Decode 分离** — 提升并发服务能力
+"""
+
+
+def test_headings_that_name_the_next_version_or_later_work_hold_proposals():
+    got = by_title(FUTURE_HEADINGS)
+    proposed = {t for t, (v, _) in got.items() if v == "proposed"}
+    assert {"Replace atomic_add with a block-level reduction in shared memory.", "FlashDecoding"} <= proposed
+    assert len(proposed) == 4

@@ -84,7 +84,8 @@ RULES = [
              "`Techniques`), named in bold or before a colon (`- Tiling: 256 x 128 blocks`), three or more: an "
              "attempt each, measured or not"),
     ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
-             "targets / opportunities, possible / further improvements, ideas, roadmap); the items a sentence introduces ('next steps:', 'next optimizations to "
+             "targets / opportunities, possible / further improvements, ideas, roadmap, a heading `Future` or `... (future)`, "
+             "improvements for the next version, what comes next, things I didn't do, Chinese 后续优化 / 下一步 / 未来工作 / 如何进一步); the items a sentence introduces ('next steps:', 'next optimizations to "
              "look into:', 'ideas to build on top of this:', 'I would:', 'lingering issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
              "`Action:` / `Next:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
              "`(TODO)`, `(coming soon)`"),
