@@ -181,3 +181,37 @@ def test_headings_that_name_the_next_version_or_later_work_hold_proposals():
     proposed = {t for t, (v, _) in got.items() if v == "proposed"}
     assert {"Replace atomic_add with a block-level reduction in shared memory.", "FlashDecoding"} <= proposed
     assert len(proposed) == 4
+
+
+ARROW_HEADINGS = """# FP16 GEMM on an RTX card
+
+## What we achieved
+
+| Example | Technique | TFLOPS |
+|---------|-----------|--------|
+| 01 | Naive baseline | 6.97 |
+| 02 | Shared memory tiling | 6.15 |
+| 03 | Double buffering | 16.64 |
+| 04 | Tensor cores | 11.45 |
+
+## How each optimization works
+
+### 1. Naive → Tiled (Example 01 → 02)
+
+The block loads a tile into shared memory once and every thread reuses it.
+
+### 2. Tiled → Double buffered (Example 02 → 03)
+
+Two shared-memory buffers: compute on one while the other loads.
+
+### 3. Scalar → Tensor cores (Example 03 → 04)
+
+WMMA fragments replace the scalar FMAs.
+"""
+
+
+def test_a_heading_that_moves_to_a_step_takes_that_steps_row():
+    got = by_title(ARROW_HEADINGS)
+    assert got["1. Naive → Tiled (Example 01 → 02)"] == ("regressed", (6.97, 6.15, "TFLOP/s"))
+    assert got["2. Tiled → Double buffered (Example 02 → 03)"] == ("improved", (6.15, 16.64, "TFLOP/s"))
+    assert got["3. Scalar → Tensor cores (Example 03 → 04)"] == ("regressed", (16.64, 11.45, "TFLOP/s"))

@@ -139,7 +139,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
         end = _step_end(secs, k, parts)
         # a heading can carry the step's measurement (`### STEP 3: BANK CONFLICTS: 9.386 ms (2.5x faster)`)
         figs = text_figures(lines, s.start, end) + table_figures(lines, s.body_start, end)[0]
-        names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end) | tabled.get(k, set())
+        names = {P.norm(s.title)} | P.identifiers(lines, s.body_start, end) | tabled.get(k, set()) | P.arrow_target(s.title)
         nm = P.heading_step(s.title)
         if nm:
             names |= {f"{nm[0]}{nm[1]}{nm[2]}", f"#{nm[1]}"}

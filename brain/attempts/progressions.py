@@ -95,6 +95,18 @@ def heading_step(title: str) -> tuple[str, int, str] | None:
     return ("v", int(m.group(1)), "") if m else None
 
 
+def arrow_target(title: str) -> set[str]:
+    """The step a heading moves to (`Naive → Tiled (Example 01 → 02)`, `Kernel 3 -> Kernel 4`): its name, the step
+    word carried over when only a number follows the arrow; a table row of that name is this heading's step."""
+    m = re.search(r"([^\W\d_][\w ]{0,20}?)[ _#-]*(\d{1,3})\s*(?:→|->|=>)\s*(?:([^\W\d_][\w ]{0,20}?)[ _#-]*)?(\d{1,3})\b",
+                  T.clean(title))
+    if not m:
+        return set()
+    nm = step_name(f"{(m.group(3) or m.group(1)).strip()} {m.group(4)}")
+    return {f"{nm[0]}{nm[1]}{nm[2]}", norm(f"{(m.group(3) or m.group(1)).strip()}{m.group(4)}")} if nm else \
+        {norm(f"{(m.group(3) or m.group(1)).split()[-1]}{m.group(4)}")}
+
+
 def norm(name: str) -> str:
     return re.sub(r"[^0-9a-z\u4e00-\u9fff]+", "", T.clean(name).lower())
 

@@ -30,7 +30,8 @@ ESTIMATE_COL = re.compile(r"typical|expected|estimat|potential|projected|ideal|u
                           r"^\W*(theoretical|peak|sol|target)\b", _I)
 ESTIMATE = re.compile(r"\b(expected|estimated?|projected|potential|plan(ned)?|proposals?)\b", _I)
 GENERIC_WORDS = {"the", "and", "with", "for", "using", "kernel", "kernels", "version", "step", "optimization",
-                 "implementation", "gemm", "sgemm", "matmul", "via", "from", "into"}
+                 "implementation", "gemm", "sgemm", "matmul", "via", "from", "into", "example", "level", "round",
+                 "attempt", "iteration", "experiment", "phase", "trial", "stage", "variant", "day"}  # step words name no variant
 # a first-column heading naming a problem size: its rows are shapes of one measurement, not variants
 SIZE_HEAD = re.compile(r"\b(size|shape|dims?|dimensions?|[mnk]|batch|bs|seq\w*|tokens?|context|length|problem|matrix|"
                        r"input|elements?|n_\w+|num_\w+)\b", _I)
@@ -172,8 +173,10 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                     st = Step("row", T.clean(name)[:90], line, line, sec, {norm(name)}, table=t.line)
                     st.pending = "proposed" if PLANNED.fullmatch(cs[col].strip().strip("*` ")) else "inconclusive"
                     out.append(st)
-            continue
-        for r in rows:
+            rest = [r for r in rows if all(r is not v for v in variants)]  # rows naming steps told elsewhere
+        else:
+            rest = rows
+        for r in rest:
             st = next((by_name[k] for k in row_keys(r[1]) if k in by_name), None) or worded.get(id(r))
             if st is None or st.pairs or st.kind not in ("section", "item"):
                 continue

@@ -168,8 +168,9 @@ RULES = [
                 "document's prose quotes most, then a rate (throughput, bandwidth) before a time before the rest (columns of the same metric and unit are shapes of it where their "
                 "headings name sizes and nothing else differs, `M=1024 (us)`, not `A100 seq 4096 | RTX 3090 seq 4096`; `Effective | Achieved bandwidth` are two measures); a "
                 "summary row joins a step by name (Kernel 4, kernel_4, kernel4, `v2` for `Version 2`, rows that name sections by their words "
-                "in the sections' order: `tiled_register` for `Kernel 4: ... register tiling`, a function the step defines, "
-                "`4: ...` for step 4) where the step's text gives no figure or a ratio; a summary table is a "
+                "in the sections' order, step words aside: `tiled_register` for `Kernel 4: ... register tiling`, a function the step defines, "
+                "`4: ...` for step 4, `Example 02` for a heading that moves to it: `1. Naive → Tiled (Example 01 → 02)`; in a "
+                "progression table too, the rows that join no step being its own) where the step's text gives no figure or a ratio; a summary table is a "
                 "progression too: the row above the step's row (or the table's Baseline row) is its baseline"),
     ("figure", "the deciding figure, first in figures: a Total / overall / end-to-end row; else a figure the "
                "document's lead or summary headlines (same before and after) or measured at the size its lead "
