@@ -215,3 +215,30 @@ def test_a_heading_that_moves_to_a_step_takes_that_steps_row():
     assert got["1. Naive → Tiled (Example 01 → 02)"] == ("regressed", (6.97, 6.15, "TFLOP/s"))
     assert got["2. Tiled → Double buffered (Example 02 → 03)"] == ("improved", (6.15, 16.64, "TFLOP/s"))
     assert got["3. Scalar → Tensor cores (Example 03 → 04)"] == ("regressed", (16.64, 11.45, "TFLOP/s"))
+
+
+JUDGE_LINES = """# LeetGPU notes
+
+## vector-addition
+
+> basic version
+```cuda
+__global__ void add(const float* a, const float* b, float* c, int n) { c[i] = a[i] + b[i]; }
+```
+0.09953 ms 11.4th percentile
+
+> vectorized
+```cuda
+__global__ void add4(const float4* a, const float4* b, float4* c, int n) { c[i] = a[i] + b[i]; }
+```
+0.06307 ms 61.4th percentile
+
+Loading float4 quarters the number of load instructions.
+"""
+
+
+def test_a_line_that_is_only_a_measurement_closes_a_step():
+    got = recs(JUDGE_LINES)
+    assert [fig(r) for r in got] == [None, (0.09953, 0.06307, "ms")]
+    assert [r.title for r in got] == ["basic version", "vectorized"]  # its words, not its code
+    assert got[1].verdict == "improved" and got[1].start_line == 11  # the line over the code opens the step

@@ -29,11 +29,11 @@ RULES = [
              "estimates); three or more lines in a row, in text or program output, naming variants with their "
              "measure (`naive: 12.3 ms`), chained"),
     ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
-             "512 tokens/s`) or a code block of program output with one run's `name: value unit` line (a line "
+             "512 tokens/s`, a short line that opens with a time or rate, as a judge prints it: `0.0995 ms 11.4th percentile`) or a code block of program output with one run's `name: value unit` line (a line "
              "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines, and the lines under a heading "
              "line naming cuBLAS, are references; its one run under a heading line otherwise): from "
              "where the previous step ended (after one paragraph of comment on it) to the measurement, plus one "
-             "paragraph of comment (not one that introduces the next measurement); headings, `---` and units of "
+             "paragraph of comment (not one that introduces the next measurement or code: ending in a colon, or one short line over it); headings, `---` and units of "
              "their own bound it; a section's one measured step starts at its heading and takes its title; "
              "`Before: 1.2 ms` / `After: 0.9 ms` lines are one pair"),
     ("unit", "three or more sibling sections that report the metric most of them use, most of them once (beside "

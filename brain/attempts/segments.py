@@ -82,9 +82,18 @@ class Span:
     pairs: list[Fig] = field(default_factory=list)  # "Before: 1.2 ms" / "After: 0.9 ms" lines
 
 
+# a line that is a measurement and little else, as a judge or a benchmark prints it: `0.0995 ms 11.4th percentile`
+BARE_LINE = re.compile(r"^\s*(?:\*\*)?~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])(?:\*\*)?(?:[\s,;|(]+(?:[^.!?:]|\.(?=\d)){0,40})?$")
+
+
 def mline(line: str) -> tuple[float, str] | None:
     m = MLINE.match(line) or KEYLINE.match(line)
-    return (T.num(m.group(1)), canonical(m.group(2))) if m else None
+    if m:
+        return T.num(m.group(1)), canonical(m.group(2))
+    m = BARE_LINE.match(line)
+    if m and metric_of(canonical(m.group(2))) in ("latency", "throughput", "bandwidth") and len(line.split()) <= 8:
+        return T.num(m.group(1)), canonical(m.group(2))
+    return None
 
 
 def out_figures(line: str) -> list[tuple[float, str]]:
@@ -356,7 +365,8 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
         after = [p for p in paras if p[0] > m1 and (nxt is None or p[1] < nxt[0])]
         if after:
             x, y = after[0]
-            shows = lines[y].rstrip().endswith(":") and len(after) > 1 and (
+            # it introduces a measurement or code: it ends in ':' or is one short line right over the code
+            shows = (lines[y].rstrip().endswith(":") or x == y and len(lines[x].strip()) < 80) and len(after) > 1 and (
                 T.block_kind(lines, *after[1]) == "code" or mline(lines[after[1][0]]))  # introduces code or a figure
             if (T.block_kind(lines, x, y) == "prose" and not shows and not T.LIST_ITEM.match(lines[x])
                     and not any(s <= x <= e for s, e in taken) and (len(after) > 1 or nxt is None)):
@@ -379,6 +389,11 @@ def _intro(lines: list[str], paras: list[tuple[int, int]], n: int, m0: int, floo
 
 
 def _step_title(lines: list[str], start: int, m0: int) -> str:
-    text = " ".join(lines[k].strip() for k in range(start, m0) if lines[k].strip() and not T.is_code_line(lines[k])
-                    and not T.FENCE.match(lines[k]))
-    return _title(text) if text else ""
+    """The step's words before its measurement: its prose, not the code it shows."""
+    words, fenced = [], False
+    for k in range(start, m0):
+        if T.FENCE.match(lines[k]):
+            fenced = not fenced
+        elif lines[k].strip() and not fenced and not T.is_code_line(lines[k]):
+            words.append(re.sub(r"^\s*>\s*", "", lines[k]).strip())
+    return _title(" ".join(words)) if words else ""
