@@ -242,3 +242,34 @@ def test_a_line_that_is_only_a_measurement_closes_a_step():
     assert [fig(r) for r in got] == [None, (0.09953, 0.06307, "ms")]
     assert [r.title for r in got] == ["basic version", "vectorized"]  # its words, not its code
     assert got[1].verdict == "improved" and got[1].start_line == 11  # the line over the code opens the step
+
+
+PERCENT_STEPS = """# GEMM with mma.sync, step by step
+
+Each branch adds one idea; performance is given relative to CUTLASS at 8192x8192x8192.
+
+baseline性能: 3.44%
+
+### [1. 使用向量化(vector)](https://example.com/tree/vector)
+
+vector分支主要介绍向量化load/store
+
+优化后性能: 4.74%
+
+### [2. 使用寄存器(reg)](https://example.com/tree/reg)
+
+reg 分支介绍使用寄存器来优化性能
+
+优化后性能: 35.39%
+
+### 3. Prefetch
+
+performance: 39.36%
+"""
+
+
+def test_a_performance_given_as_a_percentage_measures_each_step():
+    got = by_title(PERCENT_STEPS)
+    assert got["1. 使用向量化(vector)"] == ("improved", (3.44, 4.74, "%"))  # a heading that is a link: its text
+    assert got["2. 使用寄存器(reg)"] == ("improved", (4.74, 35.39, "%"))
+    assert got["3. Prefetch"] == ("improved", (35.39, 39.36, "%"))

@@ -25,7 +25,7 @@ from brain.attempts.units import better_of, canonical, header_metric, header_uni
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 30  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 31  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -267,7 +267,7 @@ def _title(doc: _Doc, u: find.Unit, change: str, source: str) -> str:
                                   for x in doc.lines[doc.secs[k].body_start:doc.secs[k].end + 1])
         over = re.sub(r"^[^:]*#\d+\s*:\s*", "", doc.secs[k].title if empty else u.path[-2])
         title = f"{over}: {change}" if change else over
-    return title
+    return re.sub(r"\[([^\]]+)\]\([^)\s]*\)", r"\1", title)  # a heading written as a link: its text
 
 
 def _scope(doc: _Doc, u: find.Unit, body: str) -> dict:

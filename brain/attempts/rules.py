@@ -29,7 +29,7 @@ RULES = [
              "estimates); three or more lines in a row, in text or program output, naming variants with their "
              "measure (`naive: 12.3 ms`), chained"),
     ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
-             "512 tokens/s`, a short line that opens with a time or rate, as a judge prints it: `0.0995 ms 11.4th percentile`) or a code block of program output with one run's `name: value unit` line (a line "
+             "512 tokens/s`, Chinese `耗时：1.23 ms` / `优化后性能: 4.74%`, a performance given as a percentage being of a reference, a short line that opens with a time or rate, as a judge prints it: `0.0995 ms 11.4th percentile`) or a code block of program output with one run's `name: value unit` line (a line "
              "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines, and the lines under a heading "
              "line naming cuBLAS, are references; its one run under a heading line otherwise): from "
              "where the previous step ended (after one paragraph of comment on it) to the measurement, plus one "
@@ -202,7 +202,7 @@ RULES = [
               "architecture; a dtype in code counts too; 3-d sizes before 2-d ones, which may be tiles)"),
     ("title", "the heading, list item, row (with its table's text column) or introducing sentence; a heading written "
               "as a sentence ('I Was Wrong. Here's Why.') gives way to an empty heading just above it, else its "
-              "parent, with the change"),
+              "parent, with the change; a heading written as a link (`[1. Vectorize](https://...)`) is its text"),
     ("label", "a figure's label: the key of its `key: value` item, else the size its sentence names, else a short "
               "name just before it; a generic one (Time, Throughput, shape 2) gives way to the scope's shape"),
     ("problem", "`**Problem:**` line; else mentions in the record's title, its text, its heading path, the document "

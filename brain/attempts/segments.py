@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 
 from brain.attempts import text as T
 from brain.attempts.fields import DONE
-from brain.attempts.figures import Fig, line_arrows, make, text_figures
-from brain.attempts.units import UNIT, canonical, metric_of
+from brain.attempts.figures import Fig, line_arrows, text_figures
+from brain.attempts.units import UNIT, better_of, canonical, metric_of
 
 _I = re.I
 MLINE = re.compile(r"^\s*(?:[-*+]\s+)?(?:⚡|⏱️?|🚀)\s*~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])")
-KEYLINE = re.compile(r"^\s*(?:\*\*)?(?:time|latency|runtime|duration|throughput|performance|perf|bandwidth|speed|"
-                     r"result|kernel time|gpu time|elapsed|baseline|reference|before|after|now|final)(?:\*\*)?\s*[:=]"
+KEYLINE = re.compile(r"^\s*(?:\*\*)?(?P<key>time|latency|runtime|duration|throughput|performance|perf|bandwidth|speed|"
+                     r"result|kernel time|gpu time|elapsed|baseline|reference|before|after|now|final|"
+                     r"(?:优化[前后]|最终|当前|baseline\s*)?(?:性能|耗时|用时|时间|延迟|吞吐量?|带宽))(?:\*\*)?\s*[:=：]"
                      r"\s*(?:\*\*)?~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])(?:\s*(?:per|/)\s*\w+)?[^A-Za-z]*$",
                      _I)
 # a line of program output (in a code block): `Naive SGEMM:  156.46 ms, 0.88 TFLOPS`; a line naming a library or
@@ -86,10 +87,17 @@ class Span:
 BARE_LINE = re.compile(r"^\s*(?:\*\*)?~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])(?:\*\*)?(?:[\s,;|(]+(?:[^.!?:]|\.(?=\d)){0,40})?$")
 
 
+# `performance: 73.65%`, `优化后性能: 4.74%`: a performance given as a percentage is relative to a reference
+PERCENT_KEY = re.compile(r"performance|perf|性能", _I)
+
+
 def mline(line: str) -> tuple[float, str] | None:
-    m = MLINE.match(line) or KEYLINE.match(line)
+    m = MLINE.match(line)
     if m:
         return T.num(m.group(1)), canonical(m.group(2))
+    m = KEYLINE.match(line)
+    if m and (canonical(m.group(3)) != "%" or PERCENT_KEY.search(m.group("key"))):
+        return T.num(m.group(2)), canonical(m.group(3))
     m = BARE_LINE.match(line)
     if m and metric_of(canonical(m.group(2))) in ("latency", "throughput", "bandwidth") and len(line.split()) <= 8:
         return T.num(m.group(1)), canonical(m.group(2))
@@ -341,9 +349,10 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
         state = []
         for k, i in enumerate(range(m0, m1 + 1)):
             v, u = ms[i]
-            state.append(Fig(f"shape {k + 1}" if m1 > m0 else "", None, v, u, metric_of(u), "", i, "state", k))
+            metric = "percent-of-reference" if u == "%" else metric_of(u)  # only a performance key gives a % line
+            state.append(Fig(f"shape {k + 1}" if m1 > m0 else "", None, v, u, metric, "", i, "state", k))
         for f in state:
-            f.better = make("", None, f.after, f.unit).better
+            f.better = better_of(f.metric, f.unit)
         intro = re.split(r"(?<=[.!?])\s+", " ".join(lines[k].strip() for k in range(start, m0)).strip())[-1]
         base = (bool(BASELINE.search(intro)) and not NOT_BASELINE.search(intro)) \
             or bool(re.match(r"^\W*(baseline|reference)\W*\s*[:=]", lines[m0], _I))
