@@ -273,3 +273,28 @@ def test_a_performance_given_as_a_percentage_measures_each_step():
     assert got["1. 使用向量化(vector)"] == ("improved", (3.44, 4.74, "%"))  # a heading that is a link: its text
     assert got["2. 使用寄存器(reg)"] == ("improved", (4.74, 35.39, "%"))
     assert got["3. Prefetch"] == ("improved", (35.39, 39.36, "%"))
+
+
+OPTIONS = """# Stage 2 findings
+
+## Results
+
+Phase 3A took 2.0 ms, down from 3.0 ms.
+
+## Next Steps
+
+### Option A: Ship it with sparse paging
+
+Integrate the paged KV cache and measure tokens per second.
+
+### Option B: Debug the cuBLASLt link
+
+Try a CMake build instead of setuptools.
+"""
+
+
+def test_each_section_under_a_future_work_heading_is_a_proposal():
+    got = by_title(OPTIONS)
+    assert got["Option A: Ship it with sparse paging"] == ("proposed", None)
+    assert got["Option B: Debug the cuBLASLt link"] == ("proposed", None)
+    assert got["Results"] == ("improved", (3.0, 2.0, "ms"))

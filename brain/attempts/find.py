@@ -363,6 +363,9 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
             for row_line, c in t.rows:
                 out.append(Unit("proposal", T.clean(c[0]), s.path, row_line, row_line, sec=k,
                                 hypothesis=c[gain] if gain is not None and gain < len(c) else ""))
+        own = "\n".join(lines[s.body_start:s.end + 1])
+        if not out and s.title and T.prose(own).strip():  # `### Option B: debug the link` in prose: one proposal
+            out.append(Unit("proposal", T.clean(s.title), s.path, s.start, s.end, hypothesis=impact(own), sec=k))
         return _dedupe(out)
     if BUG_HEAD.search(s.title) and not s.excluded:
         for a, b, text in T.items(lines, s.body_start, s.end):  # a bug found is failed; its fix is its own attempt
