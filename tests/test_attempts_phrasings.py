@@ -173,6 +173,10 @@ The atomic kernel takes 1.20 ms, down from 2.40 ms for the naive one.
 
 1. **FlashDecoding** — 解决长 context 下 KV cache 数据搬运问题
 2. **Prefill-Decode 分离** — 提升并发服务能力
+
+### Next Optimizations for Higher Efficiency
+
+1. **Persistent kernels**: reduce kernel launch overhead
 """
 
 
@@ -180,7 +184,7 @@ def test_headings_that_name_the_next_version_or_later_work_hold_proposals():
     got = by_title(FUTURE_HEADINGS)
     proposed = {t for t, (v, _) in got.items() if v == "proposed"}
     assert {"Replace atomic_add with a block-level reduction in shared memory.", "FlashDecoding"} <= proposed
-    assert len(proposed) == 4
+    assert len(proposed) == 5 and "Persistent kernels" in proposed
 
 
 ARROW_HEADINGS = """# FP16 GEMM on an RTX card

@@ -37,7 +37,8 @@ FUTURE = re.compile(r"untried|not (yet )?(tried|implemented|done)|next steps?|po
                     r"(possible|potential|further|future) (improvements|optimi[sz]ations|work|directions)|"
                     r"\bideas\b|roadmap|wish ?list|left to do|^\W*future\W*$|\(future\)|(for|in) (the )?next (version|iteration|release)|"
                     r"comes next|things (i|we) did(n'?t| not) (do|get to|try)|后续(优化|工作|方向|计划)|下一步|未来(工作|方向|优化)|"
-                    r"待优化|展望|如何进一步", _I)
+                    r"待优化|展望|如何进一步|next (optimi[sz]ations?|ideas?|experiments?)|areas? (for|of) improvement|"
+                    r"recommended fix(es)?", _I)
 DROPPED = re.compile(r"tried and dropped|left off|dropped|dead[- ]ends?|what did(n't| not) work|"
                      r"did(n't| not) (help|work|pan out)", _I)
 BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit|encountered)|what went wrong|gotchas|pitfalls|"
