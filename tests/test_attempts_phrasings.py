@@ -302,3 +302,25 @@ def test_each_section_under_a_future_work_heading_is_a_proposal():
     assert got["Option A: Ship it with sparse paging"] == ("proposed", None)
     assert got["Option B: Debug the cuBLASLt link"] == ("proposed", None)
     assert got["Results"] == ("improved", (3.0, 2.0, "ms"))
+
+
+STATED_UNIT = """# gemm-metal
+
+## Benchmarks
+
+All the benchmarks below are for one revision. Numbers are in GFLOPS.
+
+*MacBook Pro M2 Pro*
+
+| Kernel | 1024 | 2048 | 4096 |
+| ------ | ---- | ---- | ---- |
+| Naive | 35 | 34 | 51 |
+| Coalescing | 351 | 348 | 289 |
+| SharedMem | 492 | 475 | 479 |
+"""
+
+
+def test_a_unit_the_section_states_for_its_numbers_gives_its_tables_their_unit():
+    got = by_title(STATED_UNIT)
+    assert got["Coalescing"] == ("improved", (35.0, 348.0, "GFLOP/s"))
+    assert got["SharedMem"][0] == "improved"
