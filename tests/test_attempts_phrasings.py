@@ -324,3 +324,24 @@ def test_a_unit_the_section_states_for_its_numbers_gives_its_tables_their_unit()
     got = by_title(STATED_UNIT)
     assert got["Coalescing"] == ("improved", (35.0, 348.0, "GFLOP/s"))
     assert got["SharedMem"][0] == "improved"
+
+
+NUMBERED_SNAPSHOT = """# SGEMM study
+
+## Current snapshot
+
+I implemented every kernel below in order; the last one reaches 17.48 TFLOPS at M=N=K=4096.
+
+| # | Kernel | 4096 TFLOPS | Key note |
+| ---: | --- | ---: | --- |
+| 1 | `naive_row` | 1.98 | Row-wise global-reload baseline. |
+| 2 | `smem_tiling` | 2.64 | First shared-memory staging step. |
+| 3 | `blocktiling_1d` | 8.14 | 1D register tiling. |
+| 4 | `blocktiling_2d` | 17.48 | First 2D outer-product kernel. |
+"""
+
+
+def test_a_step_number_column_makes_a_table_a_progression_in_a_section_that_reads_as_one_attempt():
+    got = by_title(NUMBERED_SNAPSHOT)
+    assert got["3: blocktiling_1d"] == ("improved", (2.64, 8.14, "TFLOP/s"))
+    assert "Current snapshot" not in got

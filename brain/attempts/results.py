@@ -232,7 +232,9 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
         return False
     if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1 and not times(t, col):
         return False
-    return not holder or any(R.BASE_ROW.search(r[1]) for r in rows) \
+    # a step-number column (`| # | Kernel |`) numbers the table's own steps
+    numbered = all(re.match(r"\d{1,3}: ", r[1]) for r in rows) and len(rows) >= 3
+    return not holder or numbered or any(R.BASE_ROW.search(r[1]) for r in rows) \
         or all(step_name(r[1]) for r in rows if not R.library_row(r[1]))
 
 

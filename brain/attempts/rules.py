@@ -54,7 +54,7 @@ RULES = [
              "name gives another unit, `Reference (TFLOPs)` under a column of percentages, is what they are of); "
              "a row named by a list item elsewhere that opens with its name (`2. transpose_v1: ...`) cites that "
              "item; "
-             "inside a numbered step, or a section that reads as one attempt, only a sweep beside a Baseline row "
+             "inside a numbered step, or a section that reads as one attempt, only a table with a step-number column (`| # | Kernel |`, three rows or more), a sweep beside a Baseline row "
              "or rows naming steps; one in a section of its own, the step its text up to the table describes (a "
              "section with several such tables is cut at them, and its text after the last one, when it measures "
              "a change of its own, is the next step); not a breakdown (a Total row, a numeric Diff column beside two columns of one measure; a Delta column beside one is each row's change), a "
