@@ -177,6 +177,14 @@ The atomic kernel takes 1.20 ms, down from 2.40 ms for the naive one.
 ### Next Optimizations for Higher Efficiency
 
 1. **Persistent kernels**: reduce kernel launch overhead
+
+## Phase 2: Exceed CLBlast (HIGH PRIORITY)
+
+1. **Wave32 mode**: twice the wave slots for the same VGPR count
+
+### 5.2 P1: All-Reduce 通信优化 — 预期 10-15% 总时间缩减
+
+- **通信-计算重叠**: 计算和通信可并行
 """
 
 
@@ -184,7 +192,7 @@ def test_headings_that_name_the_next_version_or_later_work_hold_proposals():
     got = by_title(FUTURE_HEADINGS)
     proposed = {t for t, (v, _) in got.items() if v == "proposed"}
     assert {"Replace atomic_add with a block-level reduction in shared memory.", "FlashDecoding"} <= proposed
-    assert len(proposed) == 5 and "Persistent kernels" in proposed
+    assert len(proposed) == 7 and {"Persistent kernels", "Wave32 mode", "通信-计算重叠"} <= proposed
 
 
 ARROW_HEADINGS = """# FP16 GEMM on an RTX card

@@ -38,7 +38,7 @@ FUTURE = re.compile(r"untried|not (yet )?(tried|implemented|done)|next steps?|po
                     r"\bideas\b|roadmap|wish ?list|left to do|^\W*future\W*$|\(future\)|(for|in) (the )?next (version|iteration|release)|"
                     r"comes next|things (i|we) did(n'?t| not) (do|get to|try)|后续(优化|工作|方向|计划)|下一步|未来(工作|方向|优化)|"
                     r"待优化|展望|如何进一步|next (optimi[sz]ations?|ideas?|experiments?)|areas? (for|of) improvement|"
-                    r"recommended fix(es)?", _I)
+                    r"recommended fix(es)?|\b(high|medium|low|top)[- ]priority\b|^\W*(?:[\d.]+\s*)?P[0-3]\s*:|预期\s*[~约+]?\d", _I)
 DROPPED = re.compile(r"tried and dropped|left off|dropped|dead[- ]ends?|what did(n't| not) work|"
                      r"did(n't| not) (help|work|pan out)", _I)
 BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit|encountered)|what went wrong|gotchas|pitfalls|"
