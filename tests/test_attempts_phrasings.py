@@ -353,3 +353,34 @@ def test_a_step_number_column_makes_a_table_a_progression_in_a_section_that_read
     got = by_title(NUMBERED_SNAPSHOT)
     assert got["3: blocktiling_1d"] == ("improved", (2.64, 8.14, "TFLOP/s"))
     assert "Current snapshot" not in got
+
+
+TWO_PARTS = """# NVFP4 GEMV hackathon
+
+# Part 1: CuTe DSL journey
+
+## Optimization 1: Avoid loading duplicate scales
+
+Sixteen FP4 values share one scale, so each scale is loaded once.
+
+## Optimization 2: Float16 registers for A and B
+
+Halves the register footprint of the tiles.
+
+# Part 2: CUDA journey
+
+## Optimization 1: Coalesced access (2000μs → 443μs)
+
+Threads of a warp read consecutive bytes.
+
+## Optimization 2: Vectorized loads (443μs → 39μs)
+
+128-bit loads and hardware conversion intrinsics.
+"""
+
+
+def test_a_step_word_that_measures_in_one_part_makes_steps_in_another():
+    got = by_title(TWO_PARTS)
+    assert got["Optimization 1: Avoid loading duplicate scales"] == ("inconclusive", None)
+    assert got["Optimization 2: Float16 registers for A and B"] == ("inconclusive", None)
+    assert got["Optimization 2: Vectorized loads (443μs → 39μs)"] == ("improved", (443.0, 39.0, "us"))

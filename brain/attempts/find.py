@@ -175,6 +175,10 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     def measures(st: P.Step) -> bool:  # in its text, or a signed change in its heading: `(+0.5 TFLOPS)`
         return bool(st.state or st.pairs or st.ratios or SIGNED.search(st.title))
     measured = {st.group for st in steps if st.kind == "section" and measures(st)}
+    # a step word that measures in one part of the document is its progression everywhere (`Optimization 3` under
+    # `Part 1: CuTe DSL` when the `Optimization N` headings under `Part 2: CUDA` give their times)
+    words = {g[1] for g in measured if g and g[1] != "#"}
+    measured |= {st.group for st in steps if st.group and st.group[1] in words}
     # a heading that only opens with a number ("3. Profiling") is a step where it measures or reports an outcome
     steps = [st for st in steps if st.kind != "section" or st.group is None or (st.group in measured and (
         st.group[1] != "#" or measures(st) or says_outcome(T.prose("\n".join(lines[st.start:st.end + 1])))))]

@@ -15,7 +15,7 @@ RULES = [
     ("unit", "a heading naming a numbered step (a step word and a number: Kernel 3, Optimization 5, Level 07, "
              "Round 2, v4, Step 1, 优化技巧1, 方法三 / 思路七 / 第二步 in Chinese numerals, a sub-version V3-1; one identifier: reduce3, kernel_3; a number it opens "
              "with: `1. Naive`, `2) Tiling`; a version tag it ends with: `Block tiling (V03)`) shared by a sibling "
-             "with another number, where one of them measures something (in its text or in the heading itself: "
+             "with another number, where one of them, or one with the same step word elsewhere in the document (`Optimization 3` under `Part 1` when `Optimization N` under `Part 2` give their times), measures something (in its text or in the heading itself: "
              "`### STEP 3: BANK CONFLICTS: 9.4 ms`, a bare number in the unit its siblings' headings give, a "
              "signed change `(+0.5 TFLOPS)`) (a heading that only opens with a number: where it "
              "measures or says an outcome, never `1. Introduction`); its Problem / Solution / Results subsections "
