@@ -384,3 +384,51 @@ def test_a_step_word_that_measures_in_one_part_makes_steps_in_another():
     assert got["Optimization 1: Avoid loading duplicate scales"] == ("inconclusive", None)
     assert got["Optimization 2: Float16 registers for A and B"] == ("inconclusive", None)
     assert got["Optimization 2: Vectorized loads (443μs → 39μs)"] == ("improved", (443.0, 39.0, "us"))
+
+
+LEADERBOARD_LOG = """baseline:
+
+k: 7168; m: 256; n: 4096
+ ⏱ 73.7 ± 0.07 µs
+ ⚡ 73.5 µs 🐌 74.0 µs
+
+k: 4096; m: 256; n: 3072
+ ⏱ 62.8 ± 0.01 µs
+ ⚡ 62.8 µs 🐌 62.8 µs
+
+tma stores for epilogue:
+
+k: 7168; m: 256; n: 4096
+ ⏱ 72.0 ± 0.07 µs
+ ⚡ 71.9 µs 🐌 72.3 µs
+
+k: 4096; m: 256; n: 3072
+ ⏱ 48.7 ± 0.03 µs
+ ⚡ 48.7 µs 🐌 48.8 µs
+"""
+
+
+def test_a_leaderboard_log_measures_each_step_over_its_shapes_by_the_mean():
+    got = by_title(LEADERBOARD_LOG)
+    assert got["tma stores for epilogue"] == ("improved", (68.25, 60.35, "us"))  # medians of the two shapes' means
+
+
+OUTPUT_NAMES = """# Reduction
+
+1. device_reduce_v0: global memory only
+2. device_reduce_v1: static shared memory
+3. device_reduce_v2: dynamic shared memory
+
+## Test
+
+```
+[reduce_v0]: sum = 1.0, total_time_0 = 31.068 ms
+[reduce_v1]: sum = 1.0, total_time_1 = 19.648 ms
+[reduce_v2]: sum = 1.0, total_time_2 = 19.483 ms
+```
+"""
+
+
+def test_a_variant_measured_in_program_output_is_cited_where_a_list_item_describes_it():
+    got = {r.title: r for r in recs(OUTPUT_NAMES)}
+    assert got["reduce_v1"].start_line == 4 and fig(got["reduce_v1"]) == (31.068, 19.648, "ms")

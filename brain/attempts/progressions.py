@@ -280,8 +280,31 @@ def line_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
         for n, (i, key, figs) in enumerate(run):
             v = next(v for v, u in figs if u == unit)
             f = make("", None, v, unit, i, "state")
-            out.append(Step("item", key[:90], i, i, k, {norm(key)}, [f], baseline=not n))  # its own chain
+            st = Step("item", key[:90], i, i, k, {norm(key)}, [f], baseline=not n)  # its own chain
+            item = described(lines, key, a, b)
+            if item:  # the list item that says what the variant changed is where its record is
+                st.start, st.end = item
+            out.append(st)
     return out
+
+
+def described(lines: list[str], name: str, a: int, b: int) -> tuple[int, int] | None:
+    """The one list item outside lines a..b that opens with a measured variant's name (`2. device_transpose_v1：读操作...`,
+    `- **kernel_3**: shared memory`), or with an identifier ending in it (`device_reduce_v1` for the output's
+    `reduce_v1`): where the variant is described."""
+    name = T.clean(name)
+    if len(name) < 3 or not re.search(r"\d", name):
+        return None
+    lead = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+[*_`\[]*(?:\w+_)?" + re.escape(name) + r"[*_`\]]*\s*(?:[:：,，\-—(]|$)",
+                      re.I)
+    found = [i for i, x in enumerate(lines) if not a <= i <= b and lead.match(x)]
+    if len(found) != 1:
+        return None
+    end = found[0]
+    while end + 1 < len(lines) and lines[end + 1].strip() and not T.LIST_ITEM.match(lines[end + 1]) \
+            and re.match(r"^\s{2,}\S", lines[end + 1]):
+        end += 1  # the item's continuation lines
+    return found[0], end
 
 
 def chain(steps: list[Step]) -> list[Step]:

@@ -17,7 +17,7 @@ from brain.attempts.columns import (choose_column, col_unit, doc_units, sized, t
 from brain.attempts.logs import log_tables
 from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
-from brain.attempts.progressions import PART, Step, close, identifiers, norm, row_keys, step_name
+from brain.attempts.progressions import PART, Step, close, described, identifiers, norm, row_keys, step_name
 from brain.attempts.tables import AFTER_COL, BEFORE_COL, DIFF_COL, cell_number, cell_unit, cell_value
 from brain.attempts.units import UNIT, better_of, canonical, header_metric, header_unit
 
@@ -164,7 +164,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 st = Step("row", T.clean(r[1] + what)[:90], r[0], r[0], sec, {r[2]}, figs(r), table=t.line,
                           baseline=befores[id(r)] is None)  # a first row starts the table's chain
                 st.before = befores[id(r)]
-                item = _described(lines, r[1], t)
+                item = described(lines, r[1], t.line, t.end)
                 if item:  # the list item that says what the row's variant changed is where its record is
                     st.start, st.end = item
                 out.append(st)
@@ -191,23 +191,6 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
     for sec, found in segments.items():
         out += _cut(lines, secs[sec], sec, found)
     return out
-
-
-def _described(lines: list[str], name: str, t: T.Table) -> tuple[int, int] | None:
-    """The one list item outside the table that opens with a row's name (`2. device_transpose_v1：读操作...`,
-    `- **kernel_3**: shared memory`): where the variant the row measures is described."""
-    name = T.clean(name)
-    if len(name) < 3 or not re.search(r"\d", name):
-        return None
-    lead = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+[*_`\[]*" + re.escape(name) + r"[*_`\]]*\s*(?:[:：,，\-—(]|$)", _I)
-    found = [i for i, x in enumerate(lines) if not t.line <= i <= t.end and lead.match(x)]
-    if len(found) != 1:
-        return None
-    end = found[0]
-    while end + 1 < len(lines) and lines[end + 1].strip() and not T.LIST_ITEM.match(lines[end + 1]) \
-            and re.match(r"^\s{2,}\S", lines[end + 1]):
-        end += 1  # the item's continuation lines
-    return found[0], end
 
 
 def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: int, holder: bool) -> bool:

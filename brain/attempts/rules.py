@@ -27,8 +27,11 @@ RULES = [
              "more of which measure a change (a pair, a ratio, a figure with an outcome), each item that measures "
              "one or says how it went, compared within itself (not names of effects: `Higher occupancy`, nor "
              "estimates); three or more lines in a row, in text or program output, naming variants with their "
-             "measure (`naive: 12.3 ms`), chained"),
-    ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `Time: 1.23 ms`, `Baseline: "
+             "measure (`naive: 12.3 ms`), chained, each cited where one list item describes it (`1. device_reduce_v1: ...` for "
+             "`[reduce_v1]: ... 19.6 ms`)"),
+    ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `⏱ 73.7 ± 0.07 µs` (the mean; the `⚡ ... 🐌 ...` "
+             "line under it is the same run's range), the blocks of one step's shapes joined across their size lines "
+             "(`k: 7168; m: 256; n: 4096`), `Time: 1.23 ms`, `Baseline: "
              "512 tokens/s`, Chinese `耗时：1.23 ms` / `优化后性能: 4.74%`, a performance given as a percentage being of a reference, a short line that opens with a time or rate, as a judge prints it: `0.0995 ms 11.4th percentile`) or a code block of program output with one run's `name: value unit` line (a line "
              "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines, and the lines under a heading "
              "line naming cuBLAS, are references; its one run under a heading line otherwise): from "

@@ -17,7 +17,8 @@ from brain.attempts.figures import Fig, line_arrows, text_figures
 from brain.attempts.units import UNIT, better_of, canonical, metric_of
 
 _I = re.I
-MLINE = re.compile(r"^\s*(?:[-*+]\s+)?(?:⚡|⏱️?|🚀)\s*~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])")
+MLINE = re.compile(r"^\s*(?:[-*+]\s+)?(?:⚡|⏱️?|🚀)\s*~?\s*(" + T.NUMBER + r")\s*(?:±\s*" + T.NUMBER_G + r"\s*)?(" + UNIT +
+                   r")(?![\w/])")  # `⏱ 73.7 ± 0.07 µs`: the mean
 KEYLINE = re.compile(r"^\s*(?:\*\*)?(?P<key>time|latency|runtime|duration|throughput|performance|perf|bandwidth|speed|"
                      r"result|kernel time|gpu time|elapsed|baseline|reference|before|after|now|final|"
                      r"(?:优化[前后]|最终|当前|baseline\s*)?(?:性能|耗时|用时|时间|延迟|吞吐量?|带宽))(?:\*\*)?\s*[:=：]"
@@ -323,17 +324,33 @@ def _title(text: str) -> str:
     return T.clean(re.split(r"(?<=[a-z0-9)\]])[.:;!?]\s|\s\(|:\s*$", text, maxsplit=1)[0])[:90]
 
 
+# a line of a benchmark's problem size, key by key: `k: 7168; l: 1; m: 256; n: 4096; seed: 1111`
+SHAPE_KEYS = re.compile(r"^\s*(?:[A-Za-z_]\w{0,12}\s*[:=]\s*-?\d+\s*[;,]?\s*){2,}$")
+
+
 def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span], lo: int) -> list[Span]:
     """One step per run of measurement lines."""
     runs = []  # (first line, last line, index of the paragraph holding the first line)
     k = paras[0][0] if paras else 0
     last = paras[-1][1] if paras else -1
     ms = measurements(lines, paras)
+    ranges = {i for i in ms if i - 1 in ms and "⏱" in lines[i - 1] and "⚡" in lines[i]}
+    for i in ranges:
+        del ms[i]  # `⏱ 72.0 ± 0.07 µs` then `⚡ 71.9 µs 🐌 72.3 µs`: the mean, then the range of the same run
     while k <= last:
         if k in ms:
             j = k
-            while j + 1 <= last and j + 1 in ms:
-                j += 1
+            while True:
+                while j + 1 <= last and j + 1 in ms:
+                    j += 1
+                # the next shape's block (`k: 7168; m: 512; n: 4096`, then its measurement) is the same step
+                g = j + 1
+                while g <= last and g not in ms and (not lines[g].strip() or g in ranges or SHAPE_KEYS.match(lines[g])):
+                    g += 1
+                if g <= last and g in ms and any(SHAPE_KEYS.match(lines[x]) for x in range(j + 1, g)):
+                    j = g
+                    continue
+                break
             n = next(i for i, (x, y) in enumerate(paras) if x <= k <= y)
             runs.append((k, j, n))
             k = j + 1
@@ -347,7 +364,7 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
     for r, (m0, m1, n) in enumerate(runs):
         start = _intro(lines, paras, n, m0, floor, taken)
         state = []
-        for k, i in enumerate(range(m0, m1 + 1)):
+        for k, i in enumerate(i for i in range(m0, m1 + 1) if i in ms):
             v, u = ms[i]
             metric = "percent-of-reference" if u == "%" else metric_of(u)  # only a performance key gives a % line
             state.append(Fig(f"shape {k + 1}" if m1 > m0 else "", None, v, u, metric, "", i, "state", k))
