@@ -432,3 +432,26 @@ OUTPUT_NAMES = """# Reduction
 def test_a_variant_measured_in_program_output_is_cited_where_a_list_item_describes_it():
     got = {r.title: r for r in recs(OUTPUT_NAMES)}
     assert got["reduce_v1"].start_line == 4 and fig(got["reduce_v1"]) == (31.068, 19.648, "ms")
+
+
+TWIN_TABLES = """# Metal matmul
+
+Performance (GFlops)
+
+| Method | f32 1024 | f32 4096 |
+|--------|----------|----------|
+| naive | 38 | 26 |
+| tg mem | 397 | 433 |
+
+## Thread group memory
+
+| Method | f32 1024 | f32 4096 |
+|--------|----------|----------|
+| tg mem 1x1 | 93 | 90 |
+| tg mem 16x16 | 397 | 433 |
+"""
+
+
+def test_a_table_with_the_heading_row_of_an_earlier_one_takes_its_unit():
+    got = by_title(TWIN_TABLES)
+    assert got["tg mem 16x16"] == ("improved", (91.5, 415.0, "GFLOP/s"))

@@ -94,7 +94,7 @@ def with_context_unit(lines: list[str], t: T.Table, doc_units: dict[str, str]) -
     after = lines[t.end + 1] if t.end + 1 < len(lines) and lines[t.end + 1].strip() else \
         (lines[t.end + 2] if t.end + 2 < len(lines) else "")
     context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "") + _unit_heading(lines, t.line) \
-        + _stated_unit(lines, t.line)
+        + _stated_unit(lines, t.line) + _twin_caption(lines, t.line)
     m = re.search(r"(?:\(|\b(?:in|of|reporting|reports?)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
                   context, _I)
     unit = m and (UNIT_WORDS.get((m.group(2) or "").lower()) or canonical(m.group(1) or ""))
@@ -142,6 +142,16 @@ def _stated_unit(lines: list[str], line: int) -> str:
         m = STATED_UNIT.search(lines[i])
         if m:
             return f" ({m.group(1)})"
+    return ""
+
+
+def _twin_caption(lines: list[str], line: int) -> str:
+    """The caption of an earlier table with the same heading row (`Performance (GFlops)` over the first of several
+    `| Method | f32 256x256 | ... |` tables): tables with one heading row measure in one unit."""
+    head = " ".join(lines[line].split())
+    for i in range(line):
+        if " ".join(lines[i].split()) == head:
+            return " " + T.paragraph_before(lines, i)
     return ""
 
 

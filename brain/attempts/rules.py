@@ -66,7 +66,7 @@ RULES = [
              "no measurement is an attempt still: inconclusive for `—` or `n/a` (done, not measured), proposed for `...`, TBD, TODO. Rows of sizes under columns of variants (`| Size | "
              "Naive | Tiled |`): a step per column over the sizes. Variants across and measures down: read the "
              "usual way round (when most rows name a measure). A table whose headings name no unit takes the one its "
-             "introduction names ('runtime in microseconds:', 'Reporting TFLOPS') or the heading over it when that is a unit alone (`## GFLOPS`), or its section's text before it ('Numbers are in GFLOPS.'), a column that names only its metric "
+             "introduction names ('runtime in microseconds:', 'Reporting TFLOPS') or the heading over it when that is a unit alone (`## GFLOPS`), or its section's text before it ('Numbers are in GFLOPS.'), or the caption of an earlier table with the same heading row, a column that names only its metric "
              "(`Mean Effective Bandwidth`) the unit the document writes that metric in; its percentage cells are of "
              "peak or of a reference when the introduction says so ('relative to the official implementation')"),
     ("unit", "a numbered step that is the library it is measured against (`Kernel 0: Simple cuBLAS call`) is no step; "
