@@ -419,12 +419,15 @@ OUTPUT_NAMES = """# Reduction
 2. device_reduce_v1: static shared memory
 3. device_reduce_v2: dynamic shared memory
 
+device_reduce_v3: atomics finish the sum on the device, no second pass on the host.
+
 ## Test
 
 ```
 [reduce_v0]: sum = 1.0, total_time_0 = 31.068 ms
 [reduce_v1]: sum = 1.0, total_time_1 = 19.648 ms
 [reduce_v2]: sum = 1.0, total_time_2 = 19.483 ms
+[reduce_v3]: sum = 1.0, total_time_3 = 15.859 ms
 ```
 """
 
@@ -432,6 +435,7 @@ OUTPUT_NAMES = """# Reduction
 def test_a_variant_measured_in_program_output_is_cited_where_a_list_item_describes_it():
     got = {r.title: r for r in recs(OUTPUT_NAMES)}
     assert got["reduce_v1"].start_line == 4 and fig(got["reduce_v1"]) == (31.068, 19.648, "ms")
+    assert got["reduce_v3"].start_line == 7  # a line that names it before a colon
 
 
 TWIN_TABLES = """# Metal matmul

@@ -291,12 +291,13 @@ def line_steps(lines: list[str], s: T.Section, k: int) -> list[Step]:
 def described(lines: list[str], name: str, a: int, b: int) -> tuple[int, int] | None:
     """The one list item outside lines a..b that opens with a measured variant's name (`2. device_transpose_v1：读操作...`,
     `- **kernel_3**: shared memory`), or with an identifier ending in it (`device_reduce_v1` for the output's
-    `reduce_v1`): where the variant is described."""
+    `reduce_v1`), or the one line that names it before a colon (`device_reduce_v5：在 v4 基础上...`): where the variant
+    is described."""
     name = T.clean(name)
     if len(name) < 3 or not re.search(r"\d", name):
         return None
-    lead = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+[*_`\[]*(?:\w+_)?" + re.escape(name) + r"[*_`\]]*\s*(?:[:：,，\-—(]|$)",
-                      re.I)
+    lead = re.compile(r"^\s*(?:(?:[-*+•]|\d+[.)])\s+[*_`\[]*(?:\w+_)?" + re.escape(name) + r"[*_`\]]*\s*(?:[:：,，\-—(]|$)"
+                      r"|[*_`\[]*(?:\w+_)?" + re.escape(name) + r"[*_`\]]*\s*[:：])", re.I)  # or a line naming it before a colon
     found = [i for i, x in enumerate(lines) if not a <= i <= b and lead.match(x)]
     if len(found) != 1:
         return None
