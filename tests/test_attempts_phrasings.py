@@ -459,3 +459,21 @@ Performance (GFlops)
 def test_a_table_with_the_heading_row_of_an_earlier_one_takes_its_unit():
     got = by_title(TWIN_TABLES)
     assert got["tg mem 16x16"] == ("improved", (91.5, 415.0, "GFLOP/s"))
+
+
+NAMED_AFTER = """# Reduction
+
+```
+GPU warmup time cost: 50 us
+time cost: 628 us       reduce neighbor
+time cost: 352 us       reduce neighbor + less divergence
+time cost: 316 us       reduce interleave
+```
+"""
+
+
+def test_program_output_that_names_each_variant_after_its_measurement():
+    got = by_title(NAMED_AFTER)
+    assert got["reduce neighbor + less divergence"] == ("improved", (628.0, 352.0, "us"))
+    assert got["reduce interleave"] == ("improved", (352.0, 316.0, "us"))
+    assert "GPU warmup time cost" not in got

@@ -27,7 +27,7 @@ RULES = [
              "more of which measure a change (a pair, a ratio, a figure with an outcome), each item that measures "
              "one or says how it went, compared within itself (not names of effects: `Higher occupancy`, nor "
              "estimates); three or more lines in a row, in text or program output, naming variants with their "
-             "measure (`naive: 12.3 ms`), chained, each cited where one list item or one line before a colon describes it (`1. device_reduce_v1: ...` for "
+             "measure (`naive: 12.3 ms`, or one key with the variant named after the measurement: `time cost: 628 us   reduce neighbor`), chained, each cited where one list item or one line before a colon describes it (`1. device_reduce_v1: ...` for "
              "`[reduce_v1]: ... 19.6 ms`)"),
     ("unit", "a run of measurement lines in running text (`⚡ 1.23 ms 🐌 1.30 ms`, `⏱ 73.7 ± 0.07 µs` (the mean; the `⚡ ... 🐌 ...` "
              "line under it is the same run's range), the blocks of one step's shapes joined across their size lines "
