@@ -477,3 +477,21 @@ def test_program_output_that_names_each_variant_after_its_measurement():
     assert got["reduce neighbor + less divergence"] == ("improved", (628.0, 352.0, "us"))
     assert got["reduce interleave"] == ("improved", (352.0, 316.0, "us"))
     assert "GPU warmup time cost" not in got
+
+
+DONE_PRIORITY = """# Vulkan matmul
+
+## 1. ✅ Register Blocking (HIGH PRIORITY - 2x Speedup Achieved!)
+
+Each thread computes a 4x4 block. Matmul time went from 32 ms to 16 ms.
+
+## 2. Wave32 mode (MEDIUM PRIORITY)
+
+- Try the native wave32 execution mode
+"""
+
+
+def test_a_priority_heading_marked_done_is_an_attempt_not_a_proposal():
+    got = by_title(DONE_PRIORITY)
+    assert got["1. ✅ Register Blocking (HIGH PRIORITY - 2x Speedup Achieved!)"] == ("improved", (32.0, 16.0, "ms"))
+    assert got["Try the native wave32 execution mode"] == ("proposed", None)

@@ -39,6 +39,8 @@ FUTURE = re.compile(r"untried|not (yet )?(tried|implemented|done)|next steps?|po
                     r"comes next|things (i|we) did(n'?t| not) (do|get to|try)|后续(优化|工作|方向|计划)|下一步|未来(工作|方向|优化)|"
                     r"待优化|展望|如何进一步|next (optimi[sz]ations?|ideas?|experiments?)|areas? (for|of) improvement|"
                     r"recommended fix(es)?|\b(high|medium|low|top)[- ]priority\b|^\W*(?:[\d.]+\s*)?P[0-3]\s*:|预期\s*[~约+]?\d", _I)
+# a heading that says its change is done: `1. ✅ Register Blocking (HIGH PRIORITY - 2x Speedup Achieved!)`
+DONE_MARK = re.compile(r"✅|✔|☑|\b(achieved|completed)\b|已完成|已实现", _I)
 DROPPED = re.compile(r"tried and dropped|left off|dropped|dead[- ]ends?|what did(n't| not) work|"
                      r"did(n't| not) (help|work|pan out)", _I)
 BUG_HEAD = re.compile(r"\bbugs?\b|\bissues? (found|hit|we hit|encountered)|what went wrong|gotchas|pitfalls|"
@@ -85,7 +87,7 @@ def flag(secs: list[T.Section]) -> None:
     for s in secs[1:]:
         up = secs[s.parent] if s.parent >= 0 else None
         parent = up if up is not title else None  # exclusions and future work are not inherited from the title
-        own_future = bool(FUTURE.search(s.title))
+        own_future = bool(FUTURE.search(s.title)) and not DONE_MARK.search(s.title)
         s.future = own_future or bool(parent and parent.future)
         # an attempt word in a heading's own title overrides an exclusion inherited from its parent
         inherited = bool(parent and parent.excluded) and not STRONG_HEAD.search(s.title)
