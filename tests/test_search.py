@@ -1,4 +1,5 @@
 """Retrieval engine: fusion arithmetic, error routing, filters, dedup, and the shipped evaluation targets."""
+import json
 from pathlib import Path
 
 import pytest
@@ -152,13 +153,20 @@ def test_module_docstrings_count_less_in_hybrid_only(shipped_brain, monkeypatch)
     assert bm25 == score("bm25")  # the single retrievers stay plain
 
 
+def held_out(file: Path) -> bool:
+    """A worklog set whose labels say it is held out whole (`_split_rule`), as bench/retrieval reads sets C on."""
+    labels = BENCH / file.name.replace("eval_", "attempts_labels_")
+    data = json.loads(labels.read_text(encoding="utf-8")) if labels.exists() else {}
+    return isinstance(data, dict) and "held out" in data.get("_split_rule", "")
+
+
 def test_every_eval_file_follows_the_split_rule():
     files = sorted(BENCH.glob("eval_*.json")) + [BENCH / "pitfalls.json"]
     assert len(files) >= 5
     for file in files:
         questions = load_questions(file)  # raises if a stored split disagrees with the rule
         keys = {q["file"] if isinstance(q.get("file"), str) else q["q"] for q in questions}
-        if len(keys) >= 8:  # a held-out set of four worklogs may hash all to one half (and is read whole)
+        if len(keys) >= 8 and not held_out(file):  # a held-out set is read whole: its hash halves go unused
             assert {q["split"] for q in questions} == {"tune", "report"}, file
         assert all(q["type"] != "other" for q in questions), file
     assert split_of("  a question ") == split_of("a question")
