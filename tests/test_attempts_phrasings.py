@@ -5,20 +5,8 @@ table lists without their measurement (`—`, `...`), and a unit given only by t
 are written for these tests."""
 from __future__ import annotations
 
-from brain.attempts.extract import extract
 from brain.attempts.figures import text_figures
-
-
-def recs(text: str) -> list:
-    return extract(text, "w.md", "t")
-
-
-def fig(r) -> tuple | None:
-    return (r.figure["before"], r.figure["after"], r.figure["unit"]) if r.figure else None
-
-
-def by_title(text: str) -> dict:
-    return {r.title: (r.verdict, fig(r)) for r in recs(text)}
+from tests.test_attempts_layouts import by_title, fig, recs
 
 
 def ratios(sentence: str) -> list[tuple]:

@@ -93,8 +93,8 @@ def with_context_unit(lines: list[str], t: T.Table, doc_units: dict[str, str]) -
     in microseconds:", "(GFLOP/s)"): each numeric column's heading gets it."""
     after = lines[t.end + 1] if t.end + 1 < len(lines) and lines[t.end + 1].strip() else \
         (lines[t.end + 2] if t.end + 2 < len(lines) else "")
-    context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "") + _unit_heading(lines, t.line) \
-        + _stated_unit(lines, t.line) + _twin_caption(lines, t.line)
+    context = T.paragraph_before(lines, t.line) + " " + (after if len(after) < 200 else "") + _section_units(lines, t.line) \
+        + _twin_caption(lines, t.line)
     m = re.search(r"(?:\(|\b(?:in|of|reporting|reports?)\s+)(" + UNIT + r")(?![\w/])|\b(microseconds?|milliseconds?|nanoseconds|seconds)\b",
                   context, _I)
     unit = m and (UNIT_WORDS.get((m.group(2) or "").lower()) or canonical(m.group(1) or ""))
@@ -118,31 +118,24 @@ def with_context_unit(lines: list[str], t: T.Table, doc_units: dict[str, str]) -
     return T.Table(t.line, header, t.rows, t.end)
 
 
-def _unit_heading(lines: list[str], line: int) -> str:
-    """The heading over a table when it is a unit and nothing else (`## GFLOPS` over `| Shader | 64 | ... | 4096 |`),
-    as a caption names one: ` (GFLOPS)`."""
-    for i in range(line - 1, -1, -1):
-        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", lines[i])
-        if m:
-            u = re.fullmatch(r"\W*(" + UNIT + r")\W*", m.group(1))
-            return f" ({u.group(1)})" if u else ""
-    return ""
-
-
 STATED_UNIT = re.compile(r"\b(?:numbers|figures|results|values|times|timings|measurements|everything|all)\b[^.]{0,40}?"
                          r"\b(?:are|is|given|reported|measured|shown)\s+in\s+(" + UNIT + r")(?![\w/])", _I)
 
 
-def _stated_unit(lines: list[str], line: int) -> str:
-    """The unit the section's text states for its numbers before the table (`Numbers are in GFLOPS.` over
-    captions and tables), as a caption names one: ` (GFLOPS)`."""
+def _section_units(lines: list[str], line: int) -> str:
+    """The units the table's section gives, as a caption names one (` (GFLOPS)`): its heading when that is a unit
+    and nothing else (`## GFLOPS` over `| Shader | 64 | ... | 4096 |`), then the nearest sentence of its text before
+    the table that states the unit of its numbers (`Numbers are in GFLOPS.`)."""
+    stated = ""
     for i in range(line - 1, -1, -1):
-        if re.match(r"^#{1,6}\s", lines[i]):
-            break
-        m = STATED_UNIT.search(lines[i])
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", lines[i])
         if m:
-            return f" ({m.group(1)})"
-    return ""
+            u = re.fullmatch(r"\W*(" + UNIT + r")\W*", m.group(1))
+            return (f" ({u.group(1)})" if u else "") + stated
+        said = not stated and STATED_UNIT.search(lines[i])
+        if said:
+            stated = f" ({said.group(1)})"
+    return stated
 
 
 def _twin_caption(lines: list[str], line: int) -> str:

@@ -158,7 +158,7 @@ def text_figures(lines: list[str], start: int, end: int, states: bool = True) ->
     for a, b in T.blocks_of(lines, start, end):
         kind = T.block_kind(lines, a, b)
         if kind == "code":
-            figs += _code_arrows(lines, a, b)
+            figs += arrow_pairs(lines, a, b)
             continue
         if kind == "table":
             continue
@@ -166,16 +166,11 @@ def text_figures(lines: list[str], start: int, end: int, states: bool = True) ->
     return figs
 
 
-def _code_arrows(lines: list[str], a: int, b: int) -> list[Fig]:
-    """In program output or a fenced note, only a measurement with its unit on both sides of an arrow
-    (`time: 9.064 ms -> 10.577 ms`): code's other arrows and numbers are not figures."""
-    return [f for i in range(a, b + 1) for f in line_arrows(lines[i], i)]
-
-
-def line_arrows(line: str, i: int) -> list[Fig]:
-    """`X unit -> Y unit` on one line, the same unit written on both sides (a count or a ratio is no figure)."""
-    return [make(_label(line, m.start()), T.num(m.group(1)), T.num(m.group(3)), m.group(2), i)
-            for m in ARROW.finditer(line)
+def arrow_pairs(lines: list[str], a: int, b: int) -> list[Fig]:
+    """`X unit -> Y unit` on lines a..b of program output or a fenced note, the same unit written on both sides: code's
+    other arrows and numbers, counts and ratios, are no figures (`time: 9.064 ms -> 10.577 ms`)."""
+    return [make(_label(lines[i], m.start()), T.num(m.group(1)), T.num(m.group(3)), m.group(2), i)
+            for i in range(a, b + 1) for m in ARROW.finditer(lines[i])
             if m.group(2) and m.group(4) and canonical(m.group(2)) == canonical(m.group(4)) not in ("x", "s")
             and metric_of(canonical(m.group(2))) not in ("other", "speedup")]
 

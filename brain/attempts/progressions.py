@@ -102,9 +102,9 @@ def arrow_target(title: str) -> set[str]:
                   T.clean(title))
     if not m:
         return set()
-    nm = step_name(f"{(m.group(3) or m.group(1)).strip()} {m.group(4)}")
-    return {f"{nm[0]}{nm[1]}{nm[2]}", norm(f"{(m.group(3) or m.group(1)).strip()}{m.group(4)}")} if nm else \
-        {norm(f"{(m.group(3) or m.group(1)).split()[-1]}{m.group(4)}")}
+    word, n = (m.group(3) or m.group(1)).strip(), m.group(4)
+    nm = step_name(f"{word} {n}")
+    return {f"{nm[0]}{nm[1]}{nm[2]}", norm(word + n)} if nm else {norm(word.split()[-1] + n)}
 
 
 def norm(name: str) -> str:

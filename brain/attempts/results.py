@@ -93,8 +93,8 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 continue  # `Reference (TFLOPs)` under a column of %: the row the percentages are of
             if v is not None and name:
                 rows.append((line, name, norm(name), v, c))
-            elif name and col < len(c) and PLACEHOLDER.fullmatch(c[col].strip().strip("*` ")):
-                unmeasured.append((line, name, c))
+            elif name and col < len(c) and PLACEHOLDER.fullmatch(cell := c[col].strip().strip("*` ")):
+                unmeasured.append((line, name, "proposed" if PLANNED.fullmatch(cell) else "inconclusive"))
         if not rows:
             continue
         def figs(r, kind="row") -> list[Fig]:
@@ -168,11 +168,10 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
                 if item:  # the list item that says what the row's variant changed is where its record is
                     st.start, st.end = item
                 out.append(st)
-            for line, name, cs in unmeasured:  # a step the table lists without its measurement
+            for line, name, pending in unmeasured:  # a step the table lists without its measurement
                 if norm(name) not in seen and not R.library_row(name):
-                    st = Step("row", T.clean(name)[:90], line, line, sec, {norm(name)}, table=t.line)
-                    st.pending = "proposed" if PLANNED.fullmatch(cs[col].strip().strip("*` ")) else "inconclusive"
-                    out.append(st)
+                    out.append(Step("row", T.clean(name)[:90], line, line, sec, {norm(name)}, table=t.line,
+                                    pending=pending))
             rest = [r for r in rows if all(r is not v for v in variants)]  # rows naming steps told elsewhere
         else:
             rest = rows

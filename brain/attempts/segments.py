@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from brain.attempts import text as T
 from brain.attempts.fields import DONE
-from brain.attempts.figures import Fig, line_arrows, text_figures
+from brain.attempts.figures import Fig, arrow_pairs, text_figures
 from brain.attempts.units import UNIT, better_of, canonical, metric_of
 
 _I = re.I
@@ -381,7 +381,7 @@ def _measured(lines: list[str], paras: list[tuple[int, int]], units: list[Span],
             b, a = state
             span.pairs = [Fig("", b.after, a.after, a.unit, a.metric, a.better, a.line, "pair")]
             span.state, span.baseline = [Fig("", None, a.after, a.unit, a.metric, a.better, a.line, "state")], False
-        arrows = [f for i in range(m0, m1 + 1) for f in line_arrows(lines[i], i)]
+        arrows = arrow_pairs(lines, m0, m1)
         if len(arrows) == 1 and arrows[0].unit == state[0].unit:
             # `ordinary time: 9.064 ms -> 10.577 ms`: the line measures before and after itself
             span.pairs, span.baseline = arrows, False
