@@ -1,6 +1,6 @@
 """Export a worklog development set (B to N) from git mirrors of its public repositories.
 
-    python bench/retrieval/worklogs_corpus.py b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|s|t|u MIRRORS_DIR OUT_DIR
+    python bench/retrieval/worklogs_corpus.py b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|s|t|u|v MIRRORS_DIR OUT_DIR
 
 Each file of bench/data/attempts_labels_worklogs_{b,...,n}.json's "_sources" is written to OUT_DIR byte for byte from
 `git show COMMIT:PATH` in MIRRORS_DIR/OWNER+NAME/repo (a bare mirror, as this workplace's fetch brings them;
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-SETS = "bcdefghijklmnopqrstu"  # the letters of the exported worklog sets (A is ../shared/sample-corpora's); the other
+SETS = "bcdefghijklmnopqrstuv"  # the letters of the exported worklog sets (A is ../shared/sample-corpora's); the other
 # bench scripts take them from here
 
 
@@ -28,7 +28,8 @@ def main() -> int:
     missing = []
     for name, src in json.loads(labels.read_text())["_sources"].items():
         folder = mirrors / src["repo"].replace("/", "+")
-        git_dir = folder / "repo" if (folder / "repo").is_dir() else folder / ".git"
+        git_dir = next((d for d in (folder / "repo", folder / "repo" / ".git", folder / ".git") if (d / "HEAD").is_file()),
+                       folder / "repo")  # a bare mirror, or a clone's .git
         got = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{src['commit']}:{src['path']}"],
                              capture_output=True)
         if got.returncode:
