@@ -65,6 +65,41 @@ def transposed(t: T.Table) -> T.Table:
     return T.Table(t.line, [t.header[0]] + [r[0] if r else "" for _, r in t.rows], rows, t.end)
 
 
+# a problem size as a cell: `1024 x 1024`, `M=N=K=4096`, `bs=8`, `4096`
+SIZE_CELL = re.compile(r"\W*(?:\d{2,6}(?:\s*[x×*]\s*\d{1,6}){0,3}|(?:[mnkb]|bs|batch|seq(?:_?len)?|size)\s*[=:]\s*\d[\d,]*"
+                       r"(?:\W+(?:[mnk]\s*[=:]\s*)?\d[\d,]*)*)\W*", _I)
+
+
+def widened(t: T.Table) -> T.Table:
+    """A long table (`| Size | Kernel | Time (ms) |`, each kernel once per size) read wide: a row per variant at the
+    line it first appears, a column per size and measure (`1024 x 1024 Time (ms)`), so that the sizes are shapes of
+    one measurement and not the same variant measured anew."""
+    sizes = [T.clean(c[0]) for _, c in t.rows if c]
+    if len(t.header) < 3 or not sizes or not all(SIZE_CELL.fullmatch(x) or not x.strip("-: ") for x in sizes):
+        return t
+    rows = [(line, c) for line, c in t.rows if c and SIZE_CELL.fullmatch(T.clean(c[0]))]
+    name = next((c for c in range(1, len(t.header)) if not header_unit(t.header[c])
+                 and header_metric(t.header[c], "") == "other"
+                 and all(c < len(r) and re.search(r"[^\W\d_]{2}", r[c]) for _, r in rows)), None)
+    if name is None:
+        return t
+    keys = [(T.clean(r[0]), T.clean(r[name])) for _, r in rows]
+    order = list(dict.fromkeys(k[0] for k in keys))
+    if len(order) < 2 or len(set(keys)) < len(keys) or not any(
+            (s, v) in keys for v in {k[1] for k in keys} for s in order[1:] if (order[0], v) in keys):
+        return t  # one size, or no variant measured at two sizes: a plain table
+    measures = [c for c in range(1, len(t.header)) if c != name and (header_unit(t.header[c]) or header_metric(
+        t.header[c], "") != "other")]
+    cells = {k: r for k, (_, r) in zip(keys, rows)}
+    first = {}
+    for k, (line, _) in zip(keys, rows):
+        first.setdefault(k[1], line)
+    header = [t.header[name]] + [f"{size} {t.header[m]}" for size in order for m in measures]
+    wide = [(line, [v] + [cells[(size, v)][m] if (size, v) in cells and m < len(cells[(size, v)]) else ""
+                          for size in order for m in measures]) for v, line in first.items()]
+    return T.Table(t.line, header, sorted(wide), t.end)
+
+
 PEAK_CONTEXT = re.compile(r"\b(peak|theoretical|speed[- ]of[- ]light|sol|roofline|utili[sz]ation)\b", _I)
 
 

@@ -25,7 +25,7 @@ from brain.attempts.units import better_of, canonical, header_metric, header_uni
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 42  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 43  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -137,7 +137,10 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
 def _step_figures(st) -> list[Fig]:
     figs = list(st.pairs)
     if st.state and st.before and not st.pairs:
-        for a, b in zip(st.state, st.before):
+        at = {b.shape: b for b in st.before}
+        # sizes of one table pair by size (a variant measured at some sizes only); else in order
+        same = len(at) == len(st.before) and all(a.shape in at for a in st.state)
+        for a, b in ([(a, at[a.shape]) for a in st.state] if same else zip(st.state, st.before)):
             f = Fig(a.label, b.after, a.after, a.unit, a.metric, a.better, a.line, "pair", a.shape,
                     a.mixed)
             figs.append(f)

@@ -171,7 +171,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     whole = {k for k in usable if k != lone and not RESULTS_HEAD.search(secs[k].title)
              and _states(T.prose("\n".join(lines[secs[k].body_start:secs[k].end + 1])), lines, secs[k])}
     steps += R.table_steps(lines, secs, steps, tables, metrics, usable, whole)
-    steps = [st for st in steps if not _library_step(st.title)]
+    steps = [st for st in steps if not _library_step(st.title) and not st.legend]
     steps = P.chain([st for st in steps if st.section not in written])
     # numbered headings are a progression only where one of them measures something (not "Step 1: install")
     def measures(st: P.Step) -> bool:  # in its text, or a signed change in its heading: `(+0.5 TFLOPS)`

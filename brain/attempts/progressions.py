@@ -52,6 +52,7 @@ class Step:
     table_before: list | None = None  # a joined summary row: the row above it
     options: bool = False  # numbered under "Failed optimizations (all reverted)": each against one baseline
     pending: str = ""  # a table row naming a step without its measurement: proposed (`...`, TBD) or inconclusive (`—`)
+    legend: bool = False  # a list item saying what a results table's row is: the row is the step
 
 
 CN_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九", 1)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from brain.attempts import rows as R
-from brain.attempts.columns import (choose_column, col_unit, doc_units, sized, times, transposed, unsized,
+from brain.attempts.columns import (choose_column, col_unit, doc_units, sized, times, transposed, unsized, widened,
                                     with_context_unit)
 from brain.attempts.logs import log_tables
 from brain.attempts import text as T
@@ -25,7 +25,7 @@ _I = re.I
 # sections whose tables describe the hardware, a profile or a target: no variants measured
 NO_TABLE = re.compile(r"\b(specifications?|hardware|theor\w*|profil\w*|breakdown|where the time goes|gap analysis|"
                       r"targets?|roofline|references?|appendix|setup|environment|installation|prerequisites|"
-                      r"how to|methodology)\b", _I)
+                      r"how to|methodology)\b(?!\s*:\s*\S)", _I)  # `Hardware: RTX 3070` names what it ran on
 ESTIMATE_COL = re.compile(r"typical|expected|estimat|potential|projected|ideal|upper bound|budget|"
                           r"^\W*(theoretical|peak|sol|target)\b", _I)
 ESTIMATE = re.compile(r"\b(expected|estimated?|projected|potential|plan(ned)?|proposals?)\b", _I)
@@ -62,7 +62,7 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
     out: list[Step] = []
     segments: dict[int, list[tuple[Step, T.Table]]] = {}
     for t in tables:
-        t = transposed(t)
+        t = widened(transposed(t))
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
             t = with_context_unit(lines, t, unit_of)
@@ -86,7 +86,8 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
             and sized(t.header[c]) and sized(t.header[col]) and unsized(t.header[c]) == unsized(t.header[col]))]
         rows, unmeasured = [], []
         for line, c in t.rows:
-            v = cell_value(c[col], unit) if col < len(c) else None
+            # a variant measured at only some sizes (a wide long table) is measured where it has a value
+            v = next((x for k in [col] + cols if k < len(c) for x in [cell_value(c[k], unit)] if x is not None), None)
             name = _row_name(t.header[0], c[0], c)
             named_unit = re.search(r"\((" + UNIT + r")\)", name)
             if named_unit and canonical(named_unit.group(1)) != unit:
@@ -132,12 +133,16 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
             holder.names.add(new[0][2])
             holder.table_before = befores[id(new[0])] or holder.table_before
             continue
-        sec = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
+        sec = own = max((k for k, s in enumerate(secs) if s.start <= t.line <= s.end), default=0)
         while sec > 0 and PART.match(secs[sec].title) and any(st.section == secs[sec].parent for st in steps):
             sec = secs[sec].parent  # a "Results" subsection reports its parent's step
-        # rows naming a step told elsewhere: a section, or a list item that measures nothing itself
+        # rows naming a step told elsewhere: a section, or a list item that measures nothing itself; a list
+        # right under the table, in its section, is the rows' legend (`v3: shows what atomics cost`): the rows
+        # are the steps
+        legend = {k: st for st in steps if st.kind == "item" and st.section == own and st.start > t.end
+                  for k in st.names}
         joins = {k for k, st in by_name.items() if st.kind == "section" or (
-            st.kind == "item" and not st.pairs and all(f.kind == "joined" for f in st.state))}
+            st.kind == "item" and not st.pairs and all(f.kind == "joined" for f in st.state) and k not in legend)}
         worded = _word_joins(rows, [st for st in steps if st.kind == "section"])
         variants = [r for r in new if not (row_keys(r[1]) & joins) and id(r) not in worded
                     and not R.BASE_ROW.search(r[1]) and not R.library_row(r[1])]
@@ -153,11 +158,13 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
             segments.setdefault(sec, []).append((st, t))
             by_name[r[2]] = st
             continue
-        if len(variants) >= 2 and sec in usable and _progression(t, col, rows, secs, sec, holder or sec in whole):
+        if len(variants) >= 2 and (sec in usable or sum(bool(step_name(r[1])) for r in variants) >= 3) and _progression(t, col, rows, secs, sec, holder or sec in whole):
             text_col = next((c for c in range(1, len(t.header)) if c != col and not col_unit(t, c)
                              and header_metric(t.header[c], "") == "other" and all(
                 c < len(cs) and re.search(r"[^\W\d_]{2}", cs[c]) for _, cs in t.rows)), None)
             for r in variants:
+                for k in row_keys(r[1]) & legend.keys():
+                    legend[k].legend = True
                 cs = r[4]
                 what = f": {T.clean(cs[text_col])}" if text_col is not None and text_col < len(cs) \
                     and T.clean(cs[text_col]) not in r[1] else ""
@@ -215,7 +222,7 @@ def _progression(t: T.Table, col: int, rows: list, secs: list[T.Section], sec: i
     if not header_unit(t.header[col]) and len({cell_unit(r[4][col]) for r in rows}) > 1 and not times(t, col):
         return False
     # a step-number column (`| # | Kernel |`) numbers the table's own steps
-    numbered = all(re.match(r"\d{1,3}: ", r[1]) for r in rows) and len(rows) >= 3
+    numbered = all(re.match(r"\d{1,3}[:.)] ", r[1]) for r in rows) and len(rows) >= 3
     return not holder or numbered or any(R.BASE_ROW.search(r[1]) for r in rows) \
         or all(step_name(r[1]) for r in rows if not R.library_row(r[1]))
 
@@ -226,7 +233,7 @@ def named_sections(secs: list[T.Section], blocked: set[int], tables: list[T.Tabl
     heads = {k: _words(s.title) for k, s in enumerate(secs) if k and k not in blocked and not s.excluded}
     out: dict[int, set] = {}
     for t in tables:
-        t = transposed(t)
+        t = widened(transposed(t))
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
             continue
