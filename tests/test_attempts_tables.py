@@ -112,3 +112,21 @@ def test_a_numbered_ladder_under_a_heading_naming_its_hardware_keeps_its_steps()
     got = by_title(HARDWARE_LABEL)
     assert got["3. No divergent branch"] == ("improved", (333.7, 213.0, "us"))
     assert got["4. Sequential addressing"] == ("improved", (213.0, 205.1, "us"))
+
+
+RATIO_LADDER = """# Attention kernels from scratch
+
+## What each version adds (speed against torch SDPA)
+
+| Version | Technique | vs Torch |
+|:-:|:-:|:-:|
+| v1 | Online softmax, one row per block | 0.06x |
+| v2 | WMMA instead of FMA | 0.23x |
+| v3 | Shared memory for the scores | 0.95x |
+"""
+
+
+def test_a_ladder_measured_only_as_speed_against_a_reference_chains_the_ratios():
+    got = by_title(RATIO_LADDER)
+    assert got["v2: WMMA instead of FMA"] == ("improved", (0.06, 0.23, "x"))
+    assert got["v3: Shared memory for the scores"] == ("improved", (0.23, 0.95, "x"))

@@ -12,13 +12,19 @@ _I = re.I
 GAIN = re.compile(r"\b(improvement|gain|speed-?up|current|with(out)?)\b", _I)
 
 
+def ratio_cells(rows: list, c: int) -> str:
+    """`x` for a column whose every cell is a ratio (`| 0.95x |`, `| 1.04x |`: speed against a reference), else ''."""
+    cells = [T.clean(r[c]) for _, r in rows if c < len(r) and T.clean(r[c])]
+    return "x" if len(cells) >= 2 and all(re.fullmatch(r"~?\d+(?:\.\d+)?\s*[x×]", x) for x in cells) else ""
+
+
 def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | None:
     """The deciding column of a results table: one in a single unit before one whose cells change unit (`2.08s`,
     `32.52ms`), an absolute measure before a ratio, the metric the document's prose quotes most, then the first
     such column."""
     cands = []
     for c in range(1, len(header)):
-        unit = header_unit(header[c]) or cell_unit(*(r[c] for _, r in rows if c < len(r)))
+        unit = col_unit(T.Table(-1, header, rows, -1), c)
         metric = header_metric(header[c], unit)
         if metric == "other" or not any(c < len(r) and cell_number(r[c]) is not None for _, r in rows):
             continue
@@ -184,4 +190,4 @@ def _twin_caption(lines: list[str], line: int) -> str:
 
 
 def col_unit(t: T.Table, c: int) -> str:
-    return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r)))
+    return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r))) or ratio_cells(t.rows, c)

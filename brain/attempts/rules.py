@@ -65,7 +65,7 @@ RULES = [
              "different ops: a step per row, its own pair. A progression's row naming a new variant whose deciding cell holds "
              "no measurement is an attempt still: inconclusive for `—` or `n/a` (done, not measured), proposed for `...`, TBD, TODO. Rows of sizes under columns of variants (`| Size | "
              "Naive | Tiled |`): a step per column over the sizes. A long table, a size column and a name column with each variant once per size (`| Matrix Size | Implementation | Time (ms) |`), is read wide: a step per variant at its first row, its sizes the shapes of its measure (a variant measured at some sizes only, compared at those). Variants across and measures down: read the "
-             "usual way round (when most rows name a measure). A table whose headings name no unit takes the one its "
+             "usual way round (when most rows name a measure). A column whose every cell is a ratio (`| vs Torch |` over `0.95x`) measures speed against a reference: higher is better, each row against the row before. A table whose headings name no unit takes the one its "
              "introduction names ('runtime in microseconds:', 'Reporting TFLOPS') or the heading over it when that is a unit alone (`## GFLOPS`), or its section's text before it ('Numbers are in GFLOPS.'), or the caption of an earlier table with the same heading row, a column that names only its metric "
              "(`Mean Effective Bandwidth`) the unit the document writes that metric in; its percentage cells are of "
              "peak or of a reference when the introduction says so ('relative to the official implementation')"),
