@@ -483,3 +483,22 @@ def test_a_priority_heading_marked_done_is_an_attempt_not_a_proposal():
     got = by_title(DONE_PRIORITY)
     assert got["1. ✅ Register Blocking (HIGH PRIORITY - 2x Speedup Achieved!)"] == ("improved", (32.0, 16.0, "ms"))
     assert got["Try the native wave32 execution mode"] == ("proposed", None)
+
+
+TWO_LISTS = """# MoE decode on llama.cpp
+
+## Next Steps
+
+Based on the failed experiments, the path forward is NOT:
+- ❌ Removing .contiguous() calls speculatively
+
+Instead, focus on:
+1. **Expert gathers** (21% of time) - pure data copying
+2. **Expert Q4_0 matmul** (16% of time) - low bandwidth
+"""
+
+
+def test_every_list_under_a_future_work_heading_is_proposals():
+    got = by_title(TWO_LISTS)
+    assert got["Expert gathers"] == ("proposed", None)
+    assert got["Expert Q4_0 matmul"] == ("proposed", None)

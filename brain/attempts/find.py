@@ -362,7 +362,12 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
                 taken.add(ia)
                 out.append(Unit("tried", S.tried_title(text), s.path, ia, ib, sec=k))
     if s.future:
-        for a, b, text in T.items(lines, s.body_start, s.end):
+        # every list of the section (`Instead, focus on:` after a list of what not to do), not only the first
+        listed, after = [], s.body_start
+        for a, _ in T.blocks_of(lines, s.body_start, s.end):
+            if a >= after and (got := T.items(lines, a, s.end)):
+                listed, after = listed + got, got[-1][1] + 1
+        for a, b, text in listed:
             if a not in taken:
                 out.append(Unit("proposal", S._title(text), s.path, a, b, hypothesis=impact(text), sec=k))
         for t in T.tables(lines, s.body_start, s.end):

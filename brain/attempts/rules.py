@@ -86,7 +86,7 @@ RULES = [
     ("unit", "items under a heading that lists the optimizations applied (`Optimization Method`, `Optimizations`, "
              "`Techniques`), named in bold or before a colon (`- Tiling: 256 x 128 blocks`), three or more: an "
              "attempt each, measured or not"),
-    ("unit", "items and table rows under a future-work heading (next steps, TODO, open questions, optimization "
+    ("unit", "items (of every list in the section) and table rows under a future-work heading (next steps, TODO, open questions, optimization "
              "targets / opportunities, possible / further improvements, ideas, roadmap, a heading `Future` or `... (future)`, "
              "improvements for the next version, what comes next, things I didn't do, next optimizations, areas for improvement, recommended fix, a priority (`(HIGH PRIORITY)`, `P1:`) or an expected gain (`预期 10-15%`) unless the heading marks it done (✅, achieved, completed, 已完成), Chinese 后续优化 / 下一步 / 未来工作 / 如何进一步), or such a "
              "section itself, or each section under one, where it holds prose and no items (`### Option B: debug the link`); the items a sentence introduces ('next steps:', 'next optimizations to "
