@@ -502,3 +502,18 @@ def test_every_list_under_a_future_work_heading_is_proposals():
     got = by_title(TWO_LISTS)
     assert got["Expert gathers"] == ("proposed", None)
     assert got["Expert Q4_0 matmul"] == ("proposed", None)
+
+
+TASK_LIST = """# SGEMM on an M2
+
+## The plan
+
+- [x] **Chapter 1: Tiling** Use threadgroup memory to stop hitting DRAM so much.
+- [ ] **Chapter 4: Hiding latency** Overlap memory fetches with compute using double buffering.
+"""
+
+
+def test_an_open_box_of_a_task_list_is_a_proposal_named_by_its_bold_text():
+    got = by_title(TASK_LIST)
+    assert got["Chapter 4: Hiding latency"] == ("proposed", None)
+    assert "Chapter 1: Tiling" not in got  # done and unmeasured: no proposal

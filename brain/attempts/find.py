@@ -57,6 +57,8 @@ STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
 TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|next(?: steps?)?|recommendation|suggestion|"
                   r"follow-?up)[*_]{0,2}\s*:)[*_]{0,2}\s*(.+)$")
 # a list item marked as not done yet: `- [Utilizing Tensor Cores](#) [TBA]`, `- FP8 path (coming soon)`
+# a task list's open box: `- [ ] **Chapter 4: Software pipelining** ...`
+UNCHECKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s+(.+)$")
 MARKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+?)\s*[\[(]\s*(?:TBA|TBD|TODO|WIP|coming soon|planned)\s*[\])]\s*$", _I)
 REVERTED_HEAD = re.compile(r"\b(fail\w*|revert\w*|reject\w*|abandon\w*|unsuccessful|dropped|dead[- ]ends?)\b|"
                            r"did(n't| not) (work|help)", _I)
@@ -397,9 +399,11 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
     if rows:
         return _dedupe(out + rows)
     for i in range(s.body_start, s.end + 1):
-        m = TODO.match(lines[i]) or MARKED.match(lines[i])
+        m = TODO.match(lines[i]) or MARKED.match(lines[i]) or UNCHECKED.match(lines[i])
         if m and i not in taken:
             title = T.clean(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1)))  # a link: its text
+            bold = re.match(r"\*\*(.+?)\*\*", m.group(1)) if UNCHECKED.match(lines[i]) else None
+            title = T.clean(bold.group(1)) if bold else title  # `**Chapter 4: ...** what it does`: the bold name
             j, indent = i, len(lines[i]) - len(lines[i].lstrip())
             while j + 1 <= s.end and lines[j + 1].strip() and len(lines[j + 1]) - len(lines[j + 1].lstrip()) > indent:
                 j += 1  # its sub-items

@@ -91,7 +91,7 @@ RULES = [
              "improvements for the next version, what comes next, things I didn't do, next optimizations, areas for improvement, recommended fix, a priority (`(HIGH PRIORITY)`, `P1:`) or an expected gain (`预期 10-15%`) unless the heading marks it done (✅, achieved, completed, 已完成), Chinese 后续优化 / 下一步 / 未来工作 / 如何进一步), or such a "
              "section itself, or each section under one, where it holds prose and no items (`### Option B: debug the link`); the items a sentence introduces ('next steps:', 'next optimizations to "
              "look into:', 'ideas to build on top of this:', 'I would:', 'lingering issues:'): list items, the lines of a hard-broken paragraph, or short paragraphs; a `TODO:` / "
-             "`Action:` / `Next:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, "
+             "`Action:` / `Next:` / `Next step:` / `Recommendation:` line with its sub-items; an item marked `[TBA]`, an open box of a task list (`- [ ] **Chapter 4: ...**`, named by its bold text), "
              "`(TODO)`, `(coming soon)`"),
     ("unit", "a table with a column naming changes and another their outcome (`| Change | Result | Why |`, "
              "`| Optimization | Impact |`, `| Date | Change | Result | Outcome |`; not a column of estimates: `Typical "
