@@ -517,3 +517,25 @@ def test_an_open_box_of_a_task_list_is_a_proposal_named_by_its_bold_text():
     got = by_title(TASK_LIST)
     assert got["Chapter 4: Hiding latency"] == ("proposed", None)
     assert "Chapter 1: Tiling" not in got  # done and unmeasured: no proposal
+
+
+SIGNED_SMALL = """# TF32 GEMM tuning
+
+The kernel runs at 19.7 TFLOPS on 4096 and 27.4 TFLOPS on 8192.
+
+## Successful optimizations
+
+### 1. A fragment hoisting (+0.5 TFLOPS)
+
+Load A fragments once per k-step.
+
+### 2. Unconditional prefetch (+0.1 TFLOPS)
+
+Issue the prefetch without the bounds check.
+"""
+
+
+def test_a_signed_change_in_a_heading_inside_the_noise_band_is_neutral():
+    got = by_title(SIGNED_SMALL)
+    assert got["1. A fragment hoisting (+0.5 TFLOPS)"] == ("improved", None)  # 2.1% of 23.5 TFLOPS
+    assert got["2. Unconditional prefetch (+0.1 TFLOPS)"] == ("neutral", None)

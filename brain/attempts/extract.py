@@ -25,7 +25,7 @@ from brain.attempts.units import better_of, canonical, header_metric, header_uni
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 46  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 47  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -214,7 +214,7 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
             verdict = figure_verdict(dec, group, bool(F.NEUTRAL.search(prose)))
         elif u.step is not None and u.step.pending:
             verdict = u.step.pending
-        elif signed := F.signed_verdict(u.title, doc.better):
+        elif signed := F.signed_verdict(u.title, doc.better, doc.text):
             verdict = signed  # `### 4. Manual unroll (-6%)`
         elif u.step is not None and u.step.state and not u.step.before:
             # measured, with nothing before it to compare against: what its heading says of it, else inconclusive

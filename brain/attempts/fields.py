@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import statistics
 from collections import Counter
 
 from brain.attempts import text as T
@@ -173,11 +174,14 @@ def word_verdict(text: str, proposal: bool, hint: str = "") -> str:
 
 
 SIGNED = re.compile(r"(?<![\w.])([+\-−])(" + T.NUMBER + r")\s*(%|[A-Za-z/µμ]+)(?!\w)")
+LEVEL = re.compile(r"(?<![\w.+\-−])(" + T.NUMBER + r")\s*([A-Za-z/µμ]+)(?!\w)")  # an unsigned figure and its unit
 
 
-def signed_verdict(title: str, doc_better: str | None) -> str | None:
+def signed_verdict(title: str, doc_better: str | None, text: str = "") -> str | None:
     """The verdict a heading's signed change gives (`(+0.5 TFLOPS)`, `(-28% on 8192)`): its sign in the
-    direction of its unit; a bare percentage in the direction of the document's figure of merit."""
+    direction of its unit; a bare percentage in the direction of the document's figure of merit. Inside the 2%
+    noise band it is neutral: a percentage under 2, or a change under 2% of the median figure `text` gives in
+    that unit (`+0.1 TFLOPS` where the kernel runs at 19.7 TFLOPS)."""
     m = SIGNED.search(title or "")
     if not m:
         return None
@@ -185,7 +189,9 @@ def signed_verdict(title: str, doc_better: str | None) -> str | None:
     better = doc_better if unit == "%" else better_of(metric_of(unit), unit)
     if better not in ("higher", "lower") or (unit != "%" and metric_of(unit) == "other"):
         return None
-    if T.num(m.group(2)) == 0:
+    level = 100.0 if unit == "%" else statistics.median(
+        [T.num(x) for x, u in LEVEL.findall(text) if canonical(u) == unit] or [0.0])
+    if T.num(m.group(2)) < 0.02 * level or T.num(m.group(2)) == 0:
         return "neutral"
     up = m.group(1) == "+"
     return "improved" if up == (better == "higher") else "regressed"

@@ -191,7 +191,8 @@ RULES = [
                 "unless every shape that moved beyond 2% moved one way; else improved / regressed"),
     ("verdict", "no deciding figure: a signed change in the heading (`(+0.5 TFLOPS)`, `(-7%)`) in the direction "
                 "of its unit, a bare percentage in the direction of the document's figure of merit (the metric its "
-                "prose quotes most, else the one its tables' headings name most)"),
+                "prose quotes most, else the one its tables' headings name most); neutral inside the 2% noise band (under 2%, or under 2% "
+                "of the median figure the document gives in its unit: `+0.1 TFLOPS` beside kernels at 20 TFLOPS)"),
     ("verdict", "a step measured with nothing before it: the outcome its heading says ('slower everywhere'), else "
                 "inconclusive"),
     ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "
