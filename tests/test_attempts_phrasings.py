@@ -539,3 +539,41 @@ def test_a_signed_change_in_a_heading_inside_the_noise_band_is_neutral():
     got = by_title(SIGNED_SMALL)
     assert got["1. A fragment hoisting (+0.5 TFLOPS)"] == ("improved", None)  # 2.1% of 23.5 TFLOPS
     assert got["2. Unconditional prefetch (+0.1 TFLOPS)"] == ("neutral", None)
+
+
+OVERHEADS = """# Softmax in CUDA
+
+## How fast is PyTorch?
+
+```
+>> Kernel execution time: 7.2 ms
+```
+
+## Kernel 1 - Naive softmax
+
+One thread per row.
+
+```
+>> GPU allocation time: 10.4 ms
+>> Host to device transfer time: 25.9 ms
+>> Kernel execution time: 124.1 ms
+>> Device to host transfer time: 33.5 ms
+```
+
+## Kernel 2 - Online softmax
+
+One pass computes the maximum and the norm together.
+
+```
+>> GPU allocation time: 10.4 ms
+>> Host to device transfer time: 25.9 ms
+>> Kernel execution time: 88.1 ms
+>> Device to host transfer time: 33.5 ms
+```
+"""
+
+
+def test_program_output_is_read_by_its_kernel_line_not_its_copies_and_a_library_opens_no_chain():
+    got = by_title(OVERHEADS)
+    assert got["Kernel 2 - Online softmax"] == ("improved", (124.1, 88.1, "ms"))
+    assert got["Kernel 1 - Naive softmax"][0] == "inconclusive"  # the first kernel: PyTorch is a reference

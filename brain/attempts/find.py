@@ -15,7 +15,7 @@ from brain.attempts import segments as S
 from brain.attempts import text as T
 from brain.attempts.fields import SIGNED, DONE, FAILED, FIELD_LABEL, IMPROVED, NEUTRAL, REGRESSED, impact, says_outcome
 from brain.attempts.figures import make, text_figures
-from brain.attempts.rows import library_row
+from brain.attempts.rows import LIBRARY_ROW, library_row
 from brain.attempts.tables import table_figures
 
 _I = re.I
@@ -260,8 +260,11 @@ BARE_NUMBER = re.compile(r"[:：\-–—]\s*(" + T.NUMBER + r")\s*(?:\(|$)|[^\W\
 
 
 def _library_step(title: str) -> bool:
-    """`Kernel 0: Simple cuBLAS call`: a numbered step that is the library it is measured against, no change."""
+    """`Kernel 0: Simple cuBLAS call`: a numbered step that is the library it is measured against, no change;
+    `How fast is PyTorch?`: the reference the steps after it are measured against, no link of their chain."""
     title = T.clean(title)
+    if re.match(r"^\W*how (fast|quick|good|well) (is|are|does|do)\b", title, _I) and LIBRARY_ROW.search(title):
+        return True
     m = P.NAME.match(title)
     rest = re.sub(r"^[\W_]+", "", title[m.end():]) if m and P.step_name(title) else ""
     return bool(rest) and len(rest.split()) <= 4 and library_row(rest)

@@ -33,7 +33,7 @@ RULES = [
              "line under it is the same run's range), the blocks of one step's shapes joined across their size lines "
              "(`k: 7168; m: 256; n: 4096`), `Time: 1.23 ms`, `Baseline: "
              "512 tokens/s`, Chinese `耗时：1.23 ms` / `优化后性能: 4.74%`, a performance given as a percentage being of a reference, a short line that opens with a time or rate, as a judge prints it: `0.0995 ms 11.4th percentile`) or a code block of program output with one run's `name: value unit` line (a line "
-             "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines, and the lines under a heading "
+             "giving a time and a rate is read by its rate; cuBLAS / peak / ratio lines, and the program's own overheads (`GPU allocation time`, `Host to device transfer time`; a `>>` prompt before the key is read through), and the lines under a heading "
              "line naming cuBLAS, are references; its one run under a heading line otherwise): from "
              "where the previous step ended (after one paragraph of comment on it) to the measurement, plus one "
              "paragraph of comment (not one that introduces the next measurement or code: ending in a colon, or one short line over it); headings, `---` and units of "
@@ -69,7 +69,7 @@ RULES = [
              "introduction names ('runtime in microseconds:', 'Reporting TFLOPS') or the heading over it when that is a unit alone (`## GFLOPS`), or its section's text before it ('Numbers are in GFLOPS.'), or the caption of an earlier table with the same heading row, a column that names only its metric "
              "(`Mean Effective Bandwidth`) the unit the document writes that metric in; its percentage cells are of "
              "peak or of a reference when the introduction says so ('relative to the official implementation')"),
-    ("unit", "a numbered step that is the library it is measured against (`Kernel 0: Simple cuBLAS call`) is no step; "
+    ("unit", "a numbered step that is the library it is measured against (`Kernel 0: Simple cuBLAS call`), or a section asking how fast a library is (`How fast is PyTorch?`), is no step; "
              "a section split into steps (rows, items, measurement lines) is no record itself; a step section "
              "ends before the next steps / dead ends / bugs listed after its measurement; records never nest: a "
              "record ends before the first record inside it, and a section left with nothing but its heading is "

@@ -26,8 +26,11 @@ KEYLINE = re.compile(r"^\s*(?:\*\*)?(?P<key>time|latency|runtime|duration|throug
                      _I)
 # a line of program output (in a code block): `Naive SGEMM:  156.46 ms, 0.88 TFLOPS`; a line naming a library or
 # a peak reports a reference, not this version
-OUTLINE = re.compile(r"^\s*(?P<key>[A-Za-z][^:=]{0,80}?)\s*[:=]\s*~?\s*" + T.NUMBER_G + r"\s*" + UNIT + r"(?![\w/])", _I)
+OUTLINE = re.compile(r"^\s*(?:[>$]+\s*)?(?P<key>[A-Za-z][^:=]{0,80}?)\s*[:=]\s*~?\s*" + T.NUMBER_G + r"\s*" + UNIT + r"(?![\w/])", _I)
 OUT_FIG = re.compile(r"(?<![\w.])~?\s*(" + T.NUMBER + r")\s*(" + UNIT + r")(?![\w/])")
+# a program's own overheads around the kernel it times: `GPU allocation time`, `Host to device transfer time`
+OVERHEAD_KEY = re.compile(r"alloc|transfer|memcpy|\bcopy\b|host to device|device to host|\b[hd]2[hd]\b|warm-?up|"
+                          r"compil|\bsetup\b|\binit", _I)
 FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 REFERENCE_KEY = re.compile(r"cubla|cudnn|torch|rocblas|hipblas|reference|\bref\b|peak|theoretical|ratio|speed-?up|"
                            r"\bvs\b|target|expected|estimat", _I)
@@ -109,7 +112,7 @@ def out_figures(line: str) -> list[tuple[float, str]]:
     """The measurements of one line of program output (`Naive SGEMM:  156.46 ms, 0.88 TFLOPS`): none for a
     line that reports a reference (cuBLAS, peak, a ratio)."""
     m = OUTLINE.match(line)
-    if not m or REFERENCE_KEY.search(m.group("key")):
+    if not m or REFERENCE_KEY.search(m.group("key")) or OVERHEAD_KEY.search(m.group("key")):
         return []
     figs = [(T.num(v), canonical(u)) for v, u in OUT_FIG.findall(line[m.end("key"):])]
     return [(v, u) for v, u in figs if metric_of(u) not in ("other", "speedup")]
