@@ -130,3 +130,27 @@ def test_a_ladder_measured_only_as_speed_against_a_reference_chains_the_ratios()
     got = by_title(RATIO_LADDER)
     assert got["v2: WMMA instead of FMA"] == ("improved", (0.06, 0.23, "x"))
     assert got["v3: Shared memory for the scores"] == ("improved", (0.23, 0.95, "x"))
+
+
+TWO_MEASURES = """# Patch embedding GEMM on B200
+
+The kernel now runs in 0.722 ms; cuBLAS takes 0.81 ms and the target is 0.6 ms.
+
+## Optimization history
+
+| Commit | Change | Time (ms) | TFLOPS |
+|--------|--------|-----------|--------|
+| 6c327fe | Replace TMA stores with st.global.v4 | — | ~300 |
+| c5f6c8b | Pipeline the accumulator loads | — | ~400 |
+| 4760f3b | One epilogue for all tiles | — | 727 |
+| abf04a5 | Wider accumulator loads | 0.764 | 1433 |
+| 6319928 | Drop the mainloop barrier | 0.743 | — |
+| 521ad55 | A fifth epilogue warp | 0.722 | 1517 |
+"""
+
+
+def test_a_history_table_that_changes_measure_is_chained_in_each_measure():
+    got = by_title(TWO_MEASURES)
+    assert got["c5f6c8b: Pipeline the accumulator loads"] == ("improved", (300.0, 400.0, "TFLOP/s"))
+    assert got["4760f3b: One epilogue for all tiles"] == ("improved", (400.0, 727.0, "TFLOP/s"))
+    assert got["Commit 6319928: Drop the mainloop barrier"] == ("improved", (0.764, 0.743, "ms"))

@@ -106,6 +106,20 @@ def widened(t: T.Table) -> T.Table:
     return T.Table(t.line, header, sorted(wide), t.end)
 
 
+def by_measure(t: T.Table, col: int) -> list[T.Table]:
+    """A history table whose early rows give one measure and later rows another (`| TFLOPS | ~400 |` until the
+    author timed in ms): two tables, the rows the deciding column measures and the rest, each chained in its
+    own measure. One table when either part has fewer than two rows."""
+    def measured(r: list, c: int) -> bool:
+        return c < len(r) and cell_number(r[c]) is not None
+    other = [c for c in range(1, len(t.header)) if c != col and col_unit(t, c) and col_unit(t, c) != col_unit(t, col)]
+    rest = [(line, r) for line, r in t.rows if not measured(r, col) and any(measured(r, c) for c in other)]
+    mine = [(line, r) for line, r in t.rows if measured(r, col)]
+    if len(rest) < 2 or len(mine) < 2:
+        return [t]
+    return [T.Table(t.line, t.header, mine, t.end), T.Table(t.line, t.header, rest, t.end)]
+
+
 PEAK_CONTEXT = re.compile(r"\b(peak|theoretical|speed[- ]of[- ]light|sol|roofline|utili[sz]ation)\b", _I)
 
 

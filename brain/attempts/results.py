@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from brain.attempts import rows as R
-from brain.attempts.columns import (choose_column, col_unit, doc_units, sized, times, transposed, unsized, widened,
-                                    with_context_unit)
+from brain.attempts.columns import (by_measure, choose_column, col_unit, doc_units, sized, times, transposed, unsized,
+                                    widened, with_context_unit)
 from brain.attempts.logs import log_tables
 from brain.attempts import text as T
 from brain.attempts.figures import TOTAL, Fig, make, text_figures
@@ -61,13 +61,18 @@ def table_steps(lines: list[str], secs: list[T.Section], steps: list[Step], tabl
             by_name.setdefault(nm, st)
     out: list[Step] = []
     segments: dict[int, list[tuple[Step, T.Table]]] = {}
-    for t in tables:
-        t = widened(transposed(t))
+    work = list(tables)
+    while work:
+        t = widened(transposed(work.pop(0)))
         col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
             t = with_context_unit(lines, t, unit_of)
             col = choose_column(t.header, t.rows, doc_metrics)
         if col is None:
+            continue
+        parts = by_measure(t, col)
+        if len(parts) > 1:
+            work[:0] = parts
             continue
         columns = _column_steps(t, secs)
         if columns:
@@ -345,7 +350,7 @@ def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
         if h and re.search(r"[^\W\d_]{2}", h) and (PARAM_HEAD.search(h) or not SIZE_HEAD.search(h)):
             return f"{h} {name}"
         return ""
-    code = re.fullmatch(R.VERSION_CODE, name)
+    code = re.fullmatch(R.VERSION_CODE, name) or re.fullmatch(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}", name)  # a commit
     described = len(row) > 2 and re.search(r"[^\W\d_]{2}", row[1]) and cell_number(row[1]) is None
     if described and (code and not step_name(name) or step_name(name) and R.library_row(T.clean(row[1]))):
         return f"{name}: {T.clean(row[1])}"  # `| Kernel 0 | rocBLAS |`: the library, a reference

@@ -45,7 +45,7 @@ RULES = [
              "by their words (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`), measured by those rows"),
     ("unit", "results tables (a delimiter row of one dash a cell opens one too; a second heading row with no name in "
              "its first cell, `| | seq_len = 4096 |`, joins the first) are progressions: rows naming variants (a name, `3: Tiling`, a step-number column with "
-             "the name beside it, a short code with the description beside it: `s03: Shared memory`, a setting under a parameter heading: `Tile size 128`; not problem sizes: `4096`, "
+             "the name beside it, a short code or a commit with the description beside it: `s03: Shared memory`, `c5f6c8b: Pipeline the loads`, a setting under a parameter heading: `Tile size 128`; not problem sizes: `4096`, "
              "`M=1024`, `gemm N7168 K16384`, `bs=1, in=128`, `ctx=4k`, `tokens=512`) that are new to the document (not a recap with the same figures; the "
              "same names measured anew, an fp16 table after the fp32 one, are; the same names in another measure, `% of "
              "peak` after `GB/s`, are not), in any section but those on "
@@ -64,7 +64,7 @@ RULES = [
              "column of estimates or of mixed units. A table with a before and an after column whose rows name "
              "different ops: a step per row, its own pair. A progression's row naming a new variant whose deciding cell holds "
              "no measurement is an attempt still: inconclusive for `—` or `n/a` (done, not measured), proposed for `...`, TBD, TODO. Rows of sizes under columns of variants (`| Size | "
-             "Naive | Tiled |`): a step per column over the sizes. A long table, a size column and a name column with each variant once per size (`| Matrix Size | Implementation | Time (ms) |`), is read wide: a step per variant at its first row, its sizes the shapes of its measure (a variant measured at some sizes only, compared at those). Variants across and measures down: read the "
+             "Naive | Tiled |`): a step per column over the sizes. A history table whose early rows give one measure and later rows another (`~400` TFLOPS until the author timed in ms) is two tables, each chained in its own measure. A long table, a size column and a name column with each variant once per size (`| Matrix Size | Implementation | Time (ms) |`), is read wide: a step per variant at its first row, its sizes the shapes of its measure (a variant measured at some sizes only, compared at those). Variants across and measures down: read the "
              "usual way round (when most rows name a measure). A column whose every cell is a ratio (`| vs Torch |` over `0.95x`) measures speed against a reference: higher is better, each row against the row before. A table whose headings name no unit takes the one its "
              "introduction names ('runtime in microseconds:', 'Reporting TFLOPS') or the heading over it when that is a unit alone (`## GFLOPS`), or its section's text before it ('Numbers are in GFLOPS.'), or the caption of an earlier table with the same heading row, a column that names only its metric "
              "(`Mean Effective Bandwidth`) the unit the document writes that metric in; its percentage cells are of "
