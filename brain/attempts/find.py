@@ -56,9 +56,9 @@ VERDICT_LINE = re.compile(r"^\*\*Verdict:\*\*\s*(improved|regressed|neutral|fail
 STRONG_HEAD = re.compile(r"attempt|\bround \d|failure|\btried\b|experiment", _I)
 TODO = re.compile(r"^\s*(?:[-*+]\s+)?[*_]{0,2}(?:TODO[*_]{0,2}\s*:?|(?i:action|next(?: steps?)?|recommendation|suggestion|"
                   r"follow-?up)[*_]{0,2}\s*:)[*_]{0,2}\s*(.+)$")
-# a list item marked as not done yet: `- [Utilizing Tensor Cores](#) [TBA]`, `- FP8 path (coming soon)`
 # a task list's open box: `- [ ] **Chapter 4: Software pipelining** ...`
 UNCHECKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s+(.+)$")
+# a list item marked as not done yet: `- [Utilizing Tensor Cores](#) [TBA]`, `- FP8 path (coming soon)`
 MARKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+?)\s*[\[(]\s*(?:TBA|TBD|TODO|WIP|coming soon|planned)\s*[\])]\s*$", _I)
 REVERTED_HEAD = re.compile(r"\b(fail\w*|revert\w*|reject\w*|abandon\w*|unsuccessful|dropped|dead[- ]ends?)\b|"
                            r"did(n't| not) (work|help)", _I)
