@@ -577,3 +577,42 @@ def test_program_output_is_read_by_its_kernel_line_not_its_copies_and_a_library_
     got = by_title(OVERHEADS)
     assert got["Kernel 2 - Online softmax"] == ("improved", (124.1, 88.1, "ms"))
     assert got["Kernel 1 - Naive softmax"][0] == "inconclusive"  # the first kernel: PyTorch is a reference
+
+
+TEMPLATE_LOG = """# What failed
+
+## 2026-08-21 — Tiling lost to coalesced at N=1024
+
+### Attempt
+- Shared-memory 32x32 tiles instead of the coalesced kernel.
+
+### What happened
+- Measured 0.58x of the coalesced kernel at 1024 (365 vs 623 GFLOP/s).
+
+### Why it failed
+- One thread per output still loads every element once per block row.
+
+### Next move
+- Keep the tiled kernel as a teaching step.
+
+## 2026-08-22 — ncu counters denied on the runner
+
+### Attempt
+- Profile the fused attention kernel with ncu.
+
+### What happened
+- ERR_NVGPUCTRPERM: the runner does not expose the counters.
+
+### Why it failed
+- The container runs without the profiling capability.
+
+### Next move
+- Re-run the metrics on a Colab T4.
+"""
+
+
+def test_sections_written_to_one_template_are_one_attempt_each_with_their_parts():
+    rs = recs(TEMPLATE_LOG)
+    assert [(r.start_line, r.title) for r in rs] == [
+        (3, "2026-08-21 — Tiling lost to coalesced at N=1024"), (17, "2026-08-22 — ncu counters denied on the runner")]
+    assert rs[0].end_line >= 15 and rs[0].verdict == "regressed"

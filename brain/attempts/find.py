@@ -106,7 +106,8 @@ def doc_metrics(lines: list[str]) -> Counter:
 def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     out: list[Unit] = []
     numbered = P.numbered(secs)
-    parts = P.parts(secs, numbered)
+    templated = P.templated(secs) - numbered
+    parts = P.parts(secs, numbered | templated)
     steps: list[P.Step] = []
     spans_of: dict[int, list[S.Span]] = {}
     steps_parents = {secs[k].parent for k in numbered}
@@ -136,6 +137,7 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
     stated = P.stated_siblings(lines, secs, hard | holding | parts | numbered)
     # a tutorial step's own subsections (not Problem / Results parts) are steps too
     stated |= {c for k in stated for c in secs[k].children if not P.PART.match(secs[c].title) and c not in hard}
+    stated |= templated - hard
     # sections a results table's rows name (`| Shared memory tiles | 2811 |` for `## Shared memory tiling`)
     tables, metrics = R.doc_tables(lines), doc_metrics(lines)
     tabled = R.named_sections(secs, hard | holding | parts | numbered | stated, tables, metrics)

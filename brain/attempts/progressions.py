@@ -141,6 +141,26 @@ def numbered(secs: list[T.Section]) -> set[int]:
     return out
 
 
+def templated(secs: list[T.Section]) -> set[int]:
+    """Sibling sections written to one template (each with `### Attempt`, `### What happened`, `### Next move`
+    under it, three or more subsection titles shared with a sibling): each is one attempt, its subsections parts."""
+    by_parent: dict[int, list[int]] = {}
+    for k, s in enumerate(secs):
+        if k and s.children and not s.future and not s.excluded:
+            by_parent.setdefault(s.parent, []).append(k)
+    out = set()
+    for sibs in by_parent.values():
+        titles = {k: {norm(secs[c].title) for c in secs[k].children} for k in sibs}
+        counts: dict[str, int] = {}
+        for ts in titles.values():
+            for t in ts:
+                counts[t] = counts.get(t, 0) + 1
+        shaped = {k for k, ts in titles.items() if sum(counts[t] >= 2 for t in ts) >= 3}
+        if len(shaped) >= 2:
+            out |= shaped
+    return out
+
+
 def parts(secs: list[T.Section], steps: set[int]) -> set[int]:
     """Children of step sections that are parts of the step (Problem / Solution / Results, or a title that
     recurs under sibling steps), not steps of their own."""

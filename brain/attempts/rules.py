@@ -21,6 +21,9 @@ RULES = [
              "measures or says an outcome, never `1. Introduction`); its Problem / Solution / Results subsections "
              "(and titles repeated under sibling steps, and bold subheadings) right under its text are parts of "
              "it: their measurements are the step's"),
+    ("unit", "sibling sections written to one template (three or more subsection titles each shares with a sibling: "
+             "`### Attempt`, `### What happened`, `### Why it failed`, `### Next move`): each is one attempt, its "
+             "subsections its parts"),
     ("unit", "list items naming numbered steps, two or more of one kind (`- Level 03 (11 TFLOPs): shared memory`); "
              "else three or more items of one list that each state one measurement in one metric (`2. Fused "
              "kernel: 14.8 us`); else, outside a step and future work, named items (`- **CUDA graphs**: ...`) two or "
