@@ -616,3 +616,28 @@ def test_sections_written_to_one_template_are_one_attempt_each_with_their_parts(
     assert [(r.start_line, r.title) for r in rs] == [
         (3, "2026-08-21 — Tiling lost to coalesced at N=1024"), (17, "2026-08-22 — ncu counters denied on the runner")]
     assert rs[0].end_line >= 15 and rs[0].verdict == "regressed"
+
+
+CRITERION_OUT = """# wgpu LayerNorm
+
+Results on an M3 Max:
+```
+Naive
+time:   [115698.3 ns 116433.8 ns 117343.1 ns]
+thrpt:  [33.28 GiB/s 33.54 GiB/s 33.76 GiB/s]
+
+Welford Scalar
+time:   [74209.2 ns 74668.5 ns 75306.7 ns]
+thrpt:  [51.87 GiB/s 52.31 GiB/s 52.63 GiB/s]
+
+Welford Vectorized
+time:   [48744.7 ns 48831.9 ns 48933.0 ns]
+thrpt:  [79.82 GiB/s 79.99 GiB/s 80.13 GiB/s]
+```
+"""
+
+
+def test_rust_criterion_output_reads_each_named_run_by_its_estimate():
+    got = by_title(CRITERION_OUT)
+    assert got["Welford Scalar"] == ("improved", (116434.0, 74668.5, "ns"))
+    assert got["Welford Vectorized"] == ("improved", (74668.5, 48831.9, "ns"))

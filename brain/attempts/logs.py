@@ -17,6 +17,8 @@ LOG_NAME = re.compile(r"^\s*[=#*>-]*\s*(?P<name>[A-Za-z][\w.]*(?:[ _-][A-Za-z][\
 INLINE_NAME = re.compile(r"^\s*\[(?P<name>[A-Za-z][\w.+-]{1,60})\]\s*\S")
 KEYED_NAME = re.compile(r"^\s*(?:kernel|kernal|name|impl(?:ementation)?|method|variant)\s*[=:]\s*(?P<name>[\w.-]{2,40})"
                         r"\s*$", _I)
+# Rust criterion's estimate over a name line: `time:   [88680.6 ns 92554.9 ns 95756.6 ns]` (low, estimate, high)
+CRITERION = re.compile(r"^\s*time:\s*\[\s*" + r"\s+".join([r"(" + T.NUMBER + r")\s*(" + UNIT + r")"] * 3) + r"\s*\]", _I)
 LOG_VALUE = re.compile(r"(?<![\w.])(" + T.NUMBER + r")\s*\)?\s*(" + UNIT + r")(?![\w/])")
 
 
@@ -32,7 +34,7 @@ def log_tables(lines: list[str]) -> list[T.Table]:
     """Program output that names each version on a line of its own (`KERNEL 2`, `Kernel = naiveSgemm`) and measures
     it on the lines after (`Average elapsed time: (0.0023) s, performance: (488.5) TFLOPS`, one line per size: their
     median), three or more in a row: a results table of (name, value) rows. A line giving a time and a rate is read
-    by its rate."""
+    by its rate; a criterion estimate under a name line (`time: [low estimate high]`) by its estimate."""
     out, run, i, last = [], [], 0, -10
 
     def flush() -> None:
@@ -42,6 +44,11 @@ def log_tables(lines: list[str]) -> list[T.Table]:
                                last))
         run.clear()
     while i < len(lines):
+        est = CRITERION.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if est and lines[i].strip() and ":" not in lines[i] and len(lines[i].strip()) <= 60:
+            run.append((i, lines[i].strip(), T.num(est.group(3)), canonical(est.group(4))))
+            last, i = i + 1, i + 2
+            continue
         name = _log_name(lines[i])
         inline = INLINE_NAME.match(lines[i])
         found = [(T.num(v), canonical(u)) for v, u in LOG_VALUE.findall(lines[i])] if inline else []

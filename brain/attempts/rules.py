@@ -148,7 +148,7 @@ RULES = [
                 "each row's ratio says which is new, and every row must agree); two configuration rows and a Difference row; a "
                 "Baseline table joined by key; tab-separated columns are a table too; an HTML table's header is its rows up to the first holding a "
                 "number, spans spread and each column's headings joined (`Time (us) CU Baseline`)"),
-    ("figures", "program output that names each version on a line of its own (`KERNEL 2`, `Kernel = naive`) and "
+    ("figures", "program output that names each version on a line of its own (`KERNEL 2`, `Kernel = naive`, or any short name over Rust criterion's `time: [low estimate high]`, read by its estimate) and "
                 "measures it on the lines after (`... performance: (488.5) TFLOPS`; one line per size: their "
                 "median), or names it in brackets before its measure (`[transpose_v3] Average time: (3.81) ms`), "
                 "three or more in a row, is a results table (a line giving a time and a rate is read by "
