@@ -80,29 +80,31 @@ def widened(t: T.Table) -> T.Table:
     """A long table (`| Size | Kernel | Time (ms) |`, each kernel once per size) read wide: a row per variant at the
     line it first appears, a column per size and measure (`1024 x 1024 Time (ms)`), so that the sizes are shapes of
     one measurement and not the same variant measured anew."""
-    sizes = [T.clean(c[0]) for _, c in t.rows if c]
-    if len(t.header) < 3 or not sizes or not all(SIZE_CELL.fullmatch(x) or not x.strip("-: ") for x in sizes):
+    firsts = [T.clean(c[0]) for _, c in t.rows if c]
+    if len(t.header) < 3 or not firsts or not all(SIZE_CELL.fullmatch(x) or not x.strip("-: ") for x in firsts):
         return t
-    rows = [(line, c) for line, c in t.rows if c and SIZE_CELL.fullmatch(T.clean(c[0]))]
+    rows = [(line, c) for line, c in t.rows if c and SIZE_CELL.fullmatch(T.clean(c[0]))]  # not `| --- |` rows
     name = next((c for c in range(1, len(t.header)) if not header_unit(t.header[c])
                  and header_metric(t.header[c], "") == "other"
                  and all(c < len(r) and re.search(r"[^\W\d_]{2}", r[c]) for _, r in rows)), None)
     if name is None:
         return t
-    keys = [(T.clean(r[0]), T.clean(r[name])) for _, r in rows]
-    order = list(dict.fromkeys(k[0] for k in keys))
-    if len(order) < 2 or len(set(keys)) < len(keys) or not any(
-            (s, v) in keys for v in {k[1] for k in keys} for s in order[1:] if (order[0], v) in keys):
-        return t  # one size, or no variant measured at two sizes: a plain table
+    cells: dict[tuple, list] = {}  # (size, variant) -> its row
+    first: dict[str, int] = {}  # variant -> the line it first appears on
+    for line, r in rows:
+        key = (T.clean(r[0]), T.clean(r[name]))
+        if key in cells:
+            return t  # a variant twice at one size: not one row per variant and size
+        cells[key] = r
+        first.setdefault(key[1], line)
+    sizes = list(dict.fromkeys(size for size, _ in cells))
+    if len(first) == len(cells):
+        return t  # no variant measured at two sizes: a plain table
     measures = [c for c in range(1, len(t.header)) if c != name and (header_unit(t.header[c]) or header_metric(
         t.header[c], "") != "other")]
-    cells = {k: r for k, (_, r) in zip(keys, rows)}
-    first = {}
-    for k, (line, _) in zip(keys, rows):
-        first.setdefault(k[1], line)
-    header = [t.header[name]] + [f"{size} {t.header[m]}" for size in order for m in measures]
+    header = [t.header[name]] + [f"{size} {t.header[m]}" for size in sizes for m in measures]
     wide = [(line, [v] + [cells[(size, v)][m] if (size, v) in cells and m < len(cells[(size, v)]) else ""
-                          for size in order for m in measures]) for v, line in first.items()]
+                          for size in sizes for m in measures]) for v, line in first.items()]
     return T.Table(t.line, header, sorted(wide), t.end)
 
 
