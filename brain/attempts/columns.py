@@ -24,7 +24,7 @@ def choose_column(header: list[str], rows: list, doc_metrics: dict) -> int | Non
     such column."""
     cands = []
     for c in range(1, len(header)):
-        unit = col_unit(T.Table(-1, header, rows, -1), c)
+        unit = _unit(header, rows, c)
         metric = header_metric(header[c], unit)
         if metric == "other" or not any(c < len(r) and cell_number(r[c]) is not None for _, r in rows):
             continue
@@ -114,7 +114,8 @@ def by_measure(t: T.Table, col: int) -> list[T.Table]:
     own measure. One table when either part has fewer than two rows."""
     def measured(r: list, c: int) -> bool:
         return c < len(r) and cell_number(r[c]) is not None
-    other = [c for c in range(1, len(t.header)) if c != col and col_unit(t, c) and col_unit(t, c) != col_unit(t, col)]
+    units = [col_unit(t, c) for c in range(len(t.header))]
+    other = [c for c in range(1, len(t.header)) if c != col and units[c] and units[c] != units[col]]
     rest = [(line, r) for line, r in t.rows if not measured(r, col) and any(measured(r, c) for c in other)]
     mine = [(line, r) for line, r in t.rows if measured(r, col)]
     if len(rest) < 2 or len(mine) < 2:
@@ -206,4 +207,9 @@ def _twin_caption(lines: list[str], line: int) -> str:
 
 
 def col_unit(t: T.Table, c: int) -> str:
-    return header_unit(t.header[c]) or cell_unit(*(r[c] for _, r in t.rows if c < len(r))) or ratio_cells(t.rows, c)
+    return _unit(t.header, t.rows, c)
+
+
+def _unit(header: list[str], rows: list, c: int) -> str:
+    """A column's unit: its heading's, else its cells' (`2.1 ms`), else `x` for a column of ratios."""
+    return header_unit(header[c]) or cell_unit(*(r[c] for _, r in rows if c < len(r))) or ratio_cells(rows, c)

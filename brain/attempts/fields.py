@@ -177,6 +177,12 @@ SIGNED = re.compile(r"(?<![\w.])([+\-−])(" + T.NUMBER + r")\s*(%|[A-Za-z/µμ]
 LEVEL = re.compile(r"(?<![\w.+\-−])(" + T.NUMBER + r")\s*([A-Za-z/µμ]+)(?!\w)")  # an unsigned figure and its unit
 
 
+@functools.lru_cache(maxsize=64)
+def _level(text: str, unit: str) -> float:
+    """The median figure a document gives in `unit` (0 when it gives none): read once per document, not per heading."""
+    return statistics.median([T.num(x) for x, u in LEVEL.findall(text) if canonical(u) == unit] or [0.0])
+
+
 def signed_verdict(title: str, doc_better: str | None, text: str = "") -> str | None:
     """The verdict a heading's signed change gives (`(+0.5 TFLOPS)`, `(-28% on 8192)`): its sign in the
     direction of its unit; a bare percentage in the direction of the document's figure of merit. Inside the 2%
@@ -189,8 +195,7 @@ def signed_verdict(title: str, doc_better: str | None, text: str = "") -> str | 
     better = doc_better if unit == "%" else better_of(metric_of(unit), unit)
     if better not in ("higher", "lower") or (unit != "%" and metric_of(unit) == "other"):
         return None
-    level = 100.0 if unit == "%" else statistics.median(
-        [T.num(x) for x, u in LEVEL.findall(text) if canonical(u) == unit] or [0.0])
+    level = 100.0 if unit == "%" else _level(text, unit)
     if T.num(m.group(2)) < 0.02 * level or T.num(m.group(2)) == 0:
         return "neutral"
     up = m.group(1) == "+"

@@ -407,7 +407,7 @@ def _legacy(lines: list[str], s: T.Section, k: int, spans: list[S.Span], covered
         m = TODO.match(lines[i]) or MARKED.match(lines[i]) or UNCHECKED.match(lines[i])
         if m and i not in taken:
             title = T.clean(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1)))  # a link: its text
-            bold = re.match(r"\*\*(.+?)\*\*", m.group(1)) if UNCHECKED.match(lines[i]) else None
+            bold = re.match(r"\*\*(.+?)\*\*", m.group(1)) if m.re is UNCHECKED else None
             title = T.clean(bold.group(1)) if bold else title  # `**Chapter 4: ...** what it does`: the bold name
             j, indent = i, len(lines[i]) - len(lines[i].lstrip())
             while j + 1 <= s.end and lines[j + 1].strip() and len(lines[j + 1]) - len(lines[j + 1].lstrip()) > indent:

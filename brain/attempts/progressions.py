@@ -5,6 +5,7 @@ reference kernel gives us:"). Results tables are results.py."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from brain.attempts import text as T
@@ -151,10 +152,7 @@ def templated(secs: list[T.Section]) -> set[int]:
     out = set()
     for sibs in by_parent.values():
         titles = {k: {norm(secs[c].title) for c in secs[k].children} for k in sibs}
-        counts: dict[str, int] = {}
-        for ts in titles.values():
-            for t in ts:
-                counts[t] = counts.get(t, 0) + 1
+        counts = Counter(t for ts in titles.values() for t in ts)
         shaped = {k for k, ts in titles.items() if sum(counts[t] >= 2 for t in ts) >= 3}
         if len(shaped) >= 2:
             out |= shaped

@@ -350,7 +350,7 @@ def _row_name(head: str, cell: str, row: list[str] = ()) -> str:
         if h and re.search(r"[^\W\d_]{2}", h) and (PARAM_HEAD.search(h) or not SIZE_HEAD.search(h)):
             return f"{h} {name}"
         return ""
-    code = re.fullmatch(R.VERSION_CODE, name) or re.fullmatch(r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}", name)  # a commit
+    code = re.fullmatch(R.VERSION_CODE, name) or re.fullmatch(R.COMMIT, name)
     described = len(row) > 2 and re.search(r"[^\W\d_]{2}", row[1]) and cell_number(row[1]) is None
     if described and (code and not step_name(name) or step_name(name) and R.library_row(T.clean(row[1]))):
         return f"{name}: {T.clean(row[1])}"  # `| Kernel 0 | rocBLAS |`: the library, a reference

@@ -9,6 +9,7 @@ from brain.attempts.progressions import norm, step_name
 
 _I = re.I
 VERSION_CODE = r"[A-Za-z]{1,3}[_-]?\d{1,3}[a-z]?"  # `s01`, `K3`: a version named by a short code
+COMMIT = r"(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}"  # `c5f6c8b`: a version named by its commit
 BASE_ROW = re.compile(r"\b(baseline|reference|ref|shipped|stock|default|original)\b", _I)
 LIBRARY_ROW = re.compile(r"\b(cublas(lt)?|cudnn|cutlass|rocblas|hipblas(lt)?|torch|pytorch|triton|flashattention|fa[23]|"
                          r"vendor|library|sota)\b", _I)
