@@ -228,6 +228,23 @@ def test_brain_syncs_finds_writes_and_supersedes(toy_brain):
     assert left and all(r["corpus"] == "records" for r in left)
 
 
+def test_a_record_is_found_by_words_deep_in_its_passage(make_brain, tmp_path):
+    """bm25 reads a record's whole passage: a step's detail past the embedded excerpt still finds it."""
+    filler = ("The kernel was rebuilt and timed again on the same shapes, with the same warm-up and the same "
+              "number of repetitions as every step before it, and the profile was read the same way. ") * 6
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "log.md").write_text(
+        "# Worklog: toy gemm\n\n"
+        f"## Attempt 1: a staging buffer for the epilogue\n{filler}\nThe epilogue went from 80 us -> 60 us.\n\n"
+        f"## Attempt 2: register budget\n{filler}\nThe fix was stmatrix writes to the staging buffer. "
+        "It went from 60 us -> 55 us.\n")
+    brain = make_brain()
+    brain.ingest([CorpusSpec("logs", folder)])
+    (first, *_) = brain.find_attempts("stmatrix staging buffer", k=2)["results"]
+    assert first["title"] == "Attempt 2: register budget"
+
+
 def test_conflicts_command_shape(toy_brain):
     brain, _ = toy_brain
     brain.record({"title": "fewer pipeline stages", "verdict": "regressed", "problem": "gemm",

@@ -39,6 +39,9 @@ def _marker(file_key: str) -> str:
     return "file:" + hashlib.sha1(file_key.encode()).hexdigest()[:16]
 
 
+EXCERPT = 800  # characters of the cited passage in the embedded text; bm25 reads all of it (lexical_text)
+
+
 def record_text(r: dict, excerpt: str, context: str = "") -> str:
     """What a record is ranked by: the headings it sits under (the document's title first: a question names
     the kernel, the GPU, the library more often than the step), its fields and scope, then the first lines of
@@ -47,10 +50,16 @@ def record_text(r: dict, excerpt: str, context: str = "") -> str:
     parts = [r["title"], f"problem {r['problem']}; techniques {', '.join(r['techniques']) or '-'}; "
              f"verdict {r['verdict']}", r["hypothesis"] and f"Hypothesis: {r['hypothesis']}",
              r["change"] and f"Change: {r['change']}", figs and f"Figures: {figs}",
-             r["lesson"] and f"Lesson: {r['lesson']}", excerpt[:800]]
+             r["lesson"] and f"Lesson: {r['lesson']}", excerpt[:EXCERPT]]
     scope = " ".join(str(v) for v in (r.get("scope") or {}).values() if v)
     parts = [" / ".join(x for x in (context, scope) if x)] + parts
     return "\n".join(p for p in parts if p)
+
+
+def lexical_text(text: str, excerpt: str) -> str:
+    """What bm25 ranks a record by: its text, then the rest of the passage it cites. A question often names what
+    only the body says (a shape, a figure, a step's detail); the embedding reads the first 256 word pieces anyway."""
+    return f"{text}\n{excerpt[EXCERPT:]}" if len(excerpt) > EXCERPT else text
 
 
 @dataclass
@@ -238,7 +247,8 @@ class AttemptStore:
                 r["superseded_by"] = successor.get(r["id"])
                 r["supersedes"] = sorted(set(predecessors.get(r["id"], [])) | ({r["supersedes"]} if r.get("supersedes") else set()))
                 r["conflicts_with"] = sorted(set(against.get(r["id"], [])))
-            lexical = LexicalIndex.build([r["id"] for r in records], texts)
+            lexical = LexicalIndex.build([r["id"] for r in records],
+                                         [lexical_text(t, passages[r["id"]]) for r, t in zip(records, texts)])
             self._loaded = Loaded(key, records, texts, vectors, lexical, found)
             return self._loaded
 
