@@ -22,6 +22,7 @@ def _load(name: str):
 sys.path.insert(0, str(ROOT / "train"))  # mine_pairs imports pairs, beside it
 pairs = _load("pairs")
 mine = _load("mine_pairs")
+commits = _load("mine_commits")
 
 
 def test_ident_words():
@@ -69,6 +70,22 @@ def test_near_copy_check():
     jac, c_in, c_of, i = ev.nearest(mine.shingles(text + " one more line of text"))
     assert jac > 0.9 and ev.names[i] == "evaluated.md"
     assert ev.nearest(mine.shingles(" ".join(f"other{i}" for i in range(300))))[0] == 0.0
+
+
+def test_commit_message_pairs():
+    assert commits.clean_subject("feat(moe): faster top-k routing for small batches (#4641)") == \
+        "faster top-k routing for small batches"
+    assert commits.clean_subject("[Perf] [SM90] split the epilogue") == "split the epilogue"
+    body = ("<!-- .github/pull_request_template.md -->\n## 📌 Description\n\nMask experts outside the selected "
+            "groups with -inf instead of zero.\n\n## 🚀 Pull Request Checklist\n\n- [x] I have run pre-commit\n\n"
+            "## 🧪 Tests\n\n- [ ] all pass\n\nSigned-off-by: A <a@b>\n"
+            "<!-- This is an auto-generated comment: release notes by coderabbit.ai -->\n"
+            "## Summary by CodeRabbit\n\n* **Tests**\n* Added regression coverage for negative scores in routing.\n"
+            "* **Bug Fixes**\n* Corrected mixture-of-experts routing so unselected groups are\nreliably excluded.\n")
+    assert commits.description(body) == "Mask experts outside the selected groups with -inf instead of zero."
+    assert commits.summary_bullet(body) == \
+        "Corrected mixture-of-experts routing so unselected groups are reliably excluded."
+    assert commits.summary_bullet("no summary here") is None
 
 
 OVERLAY = ROOT / "brain" / "models" / "kernel-minilm"

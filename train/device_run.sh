@@ -8,6 +8,9 @@
 #   alone; then, in a call that carries their overlays back as train-out/P and train-out/Q (the OUT of a call starts
 #   empty), embed3: the chunks with each candidate and the shipped overlay (KM, brain/models/kernel-minilm), one
 #   .npz per candidate (all in one file is over what a call brings back)
+#   run 4 (commit messages, train/mine_commits.py): R S embed4 -- R: E's recipe with the commit and summary pairs
+#   added, S: those pairs alone; embed4: the chunks with each candidate, the base and the shipped overlay, in the
+#   same call (one .npz per candidate)
 #   embed the evaluated chunks (train/fast_tune.py collect -> $D/chunks.json.xz) with the base model and with
 #   base + alpha * (trained - base) for several alphas (train/embed_chunks.py), for train/fast_tune.py eval
 set -u
@@ -36,6 +39,13 @@ for v in $V; do
                    Q@0.3=train-out/Q Q@0.6=train-out/Q; do
           python3 $D/embed_chunks.py --chunks $D/chunks.json.xz --base $D/base --cand $c \
             --out $OUT/v3-$(echo ${c%%=*} | tr '@' '_').npz
+        done ;;
+    R) $T --out $OUT/R --lr 2e-5 --epochs 3 --budget-s 90 --kinds heading,question,ict,doc2code,commit,summary \
+          --train-layers 2-5 ;;
+    S) $T --out $OUT/S --lr 2e-5 --epochs 3 --budget-s 60 --kinds commit,summary --train-layers 2-5 ;;
+    embed4) for c in base KM@1=brain/models/kernel-minilm R@0.3=$OUT/R R@0.5=$OUT/R S@0.3=$OUT/S S@0.5=$OUT/S; do
+          python3 $D/embed_chunks.py --chunks $D/chunks.json.xz --base $D/base --cand $c \
+            --out $OUT/v4-$(echo ${c%%=*} | tr '@' '_').npz
         done ;;
     *) echo "unknown variant $v" ;;
   esac
