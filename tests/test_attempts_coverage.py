@@ -352,3 +352,45 @@ def test_a_summary_table_is_the_progression_of_a_document_without_other_steps():
     text = ("# Reduce\n\nWe wrote three versions.\n\n## Summary\n\n| Version | Bandwidth (GB/s) |\n|---|---|\n"
             "| reduce0 | 120 |\n| reduce1 | 210 |\n| reduce2 | 380 |\n")
     assert table(recs(text))["reduce2"] == ("improved", (210.0, 380.0, "GB/s"))
+
+
+UNREAD_LOG = """# Softmax worklog
+
+## Kernel 1: naive
+
+One thread per row: 2.10 ms.
+
+## Kernel 2: shared memory
+
+Rows staged through shared memory: 1.40 ms.
+
+## Kernel 3: warp shuffles
+
+Reductions by warp shuffles instead of shared memory: 0.90 ms.
+
+## Online normalisation
+
+The running maximum and the running sum are kept together in one pass over the row, so the row is read once
+instead of twice and the exponentials are rescaled as the maximum grows.
+
+## Requirements
+
+A CUDA 12 toolkit, a GPU of compute capability 8.0 or newer, and Python 3.10 with torch installed for the checks.
+
+## Why the last kernel is fast
+
+### Fewer trips to memory
+
+Each row is read from global memory once, and every partial result stays in registers until the final write.
+"""
+
+
+def test_a_section_no_rule_read_in_a_worklog_is_an_attempt_without_a_verdict():
+    got = table(recs(UNREAD_LOG))
+    assert got["Online normalisation"] == ("inconclusive", None)  # prose only: an attempt the rules have no words for
+    assert "Requirements" not in got  # document furniture
+    assert "Fewer trips to memory" not in got  # under a heading that explains
+    assert got["Kernel 3: warp shuffles"][0] == "improved"
+    # a reference page (fewer than three records from the other rules) keeps its chapters out
+    page = UNREAD_LOG.split("## Kernel 2")[0] + UNREAD_LOG[UNREAD_LOG.index("## Online"):]
+    assert "Online normalisation" not in table(recs(page))

@@ -25,7 +25,7 @@ from brain.attempts.units import better_of, canonical, header_metric, header_uni
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 51  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 52  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"
@@ -111,7 +111,7 @@ def extract(text: str, source: str, corpus: str = "") -> list[Record]:
     doc = _Doc(lines, secs, doc_title, "\n".join(lines), _headlines(lines, secs),
                better_of(merit[0][0]) if merit else None)
     records = [_written(doc, u, source, corpus) or _record(doc, u, source, corpus) for u in find.units(lines, secs)]
-    measured = [r for r in records if r.verdict not in ("proposed",) and not r._explicit]
+    measured = [r for r in records if r.verdict not in ("proposed",) and not r._explicit and not r._unread]
     pitch = not measured and PITCH_DOC.search(doc_title or "") or (not records and PITCH_DOC.search(doc.text[:2000]))
     if pitch and not any(r._explicit for r in records):  # a written record titled "RFC: ..." stays itself
         hyp = F.hypothesis_lines(lines, 0, len(lines) - 1) or F.speculative_sentence(doc.text)
@@ -176,7 +176,7 @@ def _written(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record | None
     r = Record(title=doc.secs[u.sec].raw or u.title, source=source, corpus=corpus, start_line=u.start + 1,
                end_line=end + 1, **w, figure=figure, metric=figure and figure["metric"],
                better=figure and figure["better"], scope=scope)
-    r._path, r._explicit = u.path, True
+    r._path, r._explicit, r._unread = u.path, True, False
     return r
 
 
@@ -220,6 +220,8 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
             # measured, with nothing before it to compare against: what its heading says of it, else inconclusive
             verdict = F.word_verdict(u.title, False, "tried") if u.step.kind == "section" else "inconclusive"
             verdict = verdict if verdict in ("improved", "regressed", "neutral", "failed") else "inconclusive"
+        if verdict is None and u.hint == "unread":
+            verdict = "inconclusive"  # a section no rule read: only a figure says how it went
         if verdict is None:
             verdict = F.word_verdict(prose, False, u.hint)
             if verdict == "proposed" and u.kind == "step":
@@ -257,6 +259,7 @@ def _record(doc: _Doc, u: find.Unit, source: str, corpus: str) -> Record:
                better=dec.better if dec is not None else None, scope=scope)
     r._path = u.path  # for the id
     r._explicit = explicit
+    r._unread = u.hint == "unread" and dec is None  # read by no rule and measuring nothing: no pitch's measurement
     return r
 
 

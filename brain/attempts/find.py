@@ -77,7 +77,7 @@ class Unit:
     hypothesis: str = ""
     cite_end: int = -1  # where the citation ends (a section's record covers its record-less subsections)
     step: P.Step | None = None
-    hint: str = ""  # the outcome the list that holds it gives (a dead-end list: neutral)
+    hint: str = ""  # the outcome the list that holds it gives (a dead-end list: neutral); `unread` (_unread)
     sec: int = -1
 
 
@@ -229,6 +229,18 @@ def units(lines: list[str], secs: list[T.Section]) -> list[Unit]:
 
 
 UNCOVERED_MAX = 150  # lines of a section's own text: longer ones are chapters, not one attempt
+# a section nothing else read, in a document the rules read as a worklog (WORKLOG_RECORDS records or more), with
+# UNREAD_WORDS words of prose, is an attempt the rules have no words for: a record whose verdict only a figure gives
+UNREAD_WORDS = 20
+WORKLOG_RECORDS = 3
+FURNITURE = re.compile(r"\b(requirements?|dependenc(y|ies)|install\w*|build\w*|usages?|quick ?start|get(ting)? "
+                       r"started|files?|code|source|footnotes?|notes?|citations?|contribut\w*|support|contacts?|"
+                       r"resources|links?|faq|intro(duction)?|overview|motivation|tl;?dr|environment|hardware|"
+                       r"platform|config(uration)?|docker|setup|prerequisites|utilities|helpers?|api|examples?|"
+                       r"exercises?|images?|web ui|update|created|modified|provenance|notices?|project layout|"
+                       r"architecture|model|metrics?|testing|tests?|correctness|validation|verification|accuracy|"
+                       r"precision)\b|^\W*$", _I)
+EXPLAINING = re.compile(r"\bwhy\b|analysis|assessment|risks?\b|post-?mortem|proposal|recommend", _I)
 # parts of a write-up that report or reflect but change nothing: never an attempt by _uncovered alone
 META_PART = re.compile(r"^\W*(?:[\d.]+\s*)?(about us|usage|resources|takeaways?|key (learnings|takeaways)|"
                        r"lessons?( learned)?|learnings|implications|caveats|notes?|evaluation|solution|overview|"
@@ -240,9 +252,9 @@ def _uncovered(lines: list[str], secs: list[T.Section], units: list[Unit]) -> li
     its heading uses (`#### Vectorized Memory Access`, `## TRY1: ...`) where it measures something (a number in
     a unit, a table of measurements), or where it says how something went and a sibling section is a record. A
     section right under a record's heading is a part of that record; a profile, an analysis, lessons or usage
-    (META_PART) change nothing."""
+    (META_PART) change nothing. In a worklog, the other sections with prose are read last (_unread)."""
     heads = {u.start for u in units}
-    out = []
+    out, unread = [], []
     for k, s in enumerate(secs):
         if (not k or not s.title or s.level < 2 or s.future or s.excluded or HARD_EXCLUDED.search(s.title)
                 or META_PART.search(s.title) or s.end - s.body_start > UNCOVERED_MAX
@@ -252,9 +264,38 @@ def _uncovered(lines: list[str], secs: list[T.Section], units: list[Unit]) -> li
         measures = text_figures(lines, s.start, s.end) or table_figures(lines, s.body_start, s.end)[0]
         beside = any(d.start in heads for j, d in enumerate(secs) if j and j != k and d.parent == s.parent
                      and d.level == s.level)
-        if measures or (beside and says_outcome(T.prose("\n".join(lines[s.body_start:s.end + 1])))):
+        prose = T.prose("\n".join(lines[s.body_start:s.end + 1]))
+        if measures or (beside and says_outcome(prose)):
             out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k))
             heads.add(s.start)
+        elif len(" ".join(x for x in prose.splitlines() if not x.lstrip().startswith("|")).split()) >= UNREAD_WORDS:
+            unread.append(k)  # prose, not a table: a table the rules did not read is no attempt by its words
+    return out + _unread(secs, unread, units + out)
+
+
+def _unread(secs: list[T.Section], candidates: list[int], taken: list[Unit]) -> list[Unit]:
+    """Sections with prose that no rule read, in a document with WORKLOG_RECORDS records or more (in a reference
+    page they are its chapters): an attempt each, unless the title is document furniture (`Requirements`,
+    `Files`), the section is a bold part of a step, or a heading over it explains, analyses, proposes or looks
+    ahead (`Why 3 stages made things worse`). A section over records is their lead, not an attempt."""
+    if len(taken) < WORKLOG_RECORDS:
+        return []
+    out = []
+    for k in candidates:
+        s = secs[k]
+        if s.bold or FURNITURE.search(T.clean(s.title)) or any(
+                secs[a].future or EXPLAINING.search(secs[a].title) or META_PART.search(secs[a].title)
+                for a in _ancestors(secs, k)) or any(s.start <= u.start <= max(s.last, s.end) for u in taken):
+            continue
+        out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k, hint="unread"))
+    return out
+
+
+def _ancestors(secs: list[T.Section], k: int) -> list[int]:
+    out, p = [], secs[k].parent
+    while p > 0:
+        out.append(p)
+        p = secs[p].parent
     return out
 
 

@@ -123,7 +123,12 @@ RULES = [
              "heading says: where it measures something (a number in a unit, a table of measurements), or where it "
              "says how something went and a sibling section is a record (`## Stage the scales in shared memory` "
              "beside `## TRY1: ...`); a section right under a record's heading is a part of it (`### What changed`), and profiles, analyses, "
-             "lessons, takeaways, usage, resources, caveats are none (`## Nsight profile`, `## Lessons learned`)"),
+             "lessons, takeaways, usage, resources, caveats are none (`## Nsight profile`, `## Lessons learned`); "
+             "in a document where the rules above made three records or more, any other such section with 20 words "
+             "of prose is an attempt they have no words for, `inconclusive` unless a figure decides (not document "
+             "furniture: `Requirements`, `Files`, `Testing`; not a bold part of a step; not under a heading that "
+             "explains, analyses, proposes or looks ahead: `Why 3 stages made things worse`; not a section over "
+             "records, which is their lead)"),
     ("unit", "never by score: sections on references, appendix, setup, background, summary, rules, how-to, "
              "profiles, evidence and the like, nor anything under them; the document's title colours nothing "
              "under it"),
