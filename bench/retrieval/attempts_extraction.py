@@ -1,7 +1,7 @@
 """Per-field precision and recall of the attempt extractor (brain/attempts/extract.py) on hand labels.
 
     python bench/retrieval/attempts_extraction.py [--labels bench/data/attempts_labels.json] [--json] [--show]
-    python bench/retrieval/attempts_extraction.py --set worklogs|worklogs_b|worklogs_c|worklogs_d|worklogs_e|worklogs_f|worklogs_g|worklogs_h|worklogs_i|worklogs_j|worklogs_k|worklogs_l|worklogs_m|worklogs_n|worklogs_o|worklogs_p|worklogs_q|worklogs_r|worklogs_s|worklogs_t|worklogs_u|worklogs_v|worklogs_w [--root DIR] [--split tune|report|all]
+    python bench/retrieval/attempts_extraction.py --set worklogs|worklogs_b|worklogs_c|worklogs_d|worklogs_e|worklogs_f|worklogs_g|worklogs_h|worklogs_i|worklogs_j|worklogs_k|worklogs_l|worklogs_m|worklogs_n|worklogs_o|worklogs_p|worklogs_q|worklogs_r|worklogs_s|worklogs_t|worklogs_u|worklogs_v|worklogs_w|worklogs_x [--root DIR] [--split tune|report|all]
                                                   [--show] [--json]
     python bench/retrieval/attempts_extraction.py --rules > docs/attempts-rules.md
     python bench/retrieval/attempts_extraction.py --time docs_corpus/worklog-sm90-kernels.md
@@ -220,7 +220,7 @@ def main() -> int:
     ap.add_argument("--labels", type=Path, default=ROOT / "bench" / "data" / "attempts_labels.json")
     ap.add_argument("--set", choices=("shipped", *WORKLOG_SETS), default="shipped",
                     help="shipped: the seven worklogs of docs_corpus (default); worklogs, worklogs_b, worklogs_c, "
-                         "worklogs_d ... worklogs_w: the twenty-three sets of public kernel worklogs (C to W are "
+                         "worklogs_d ... worklogs_x: the twenty-four sets of public kernel worklogs (C to X are "
                          "held out whole)")
     ap.add_argument("--root", type=Path, help="where the worklogs are (set B: the folder worklogs_corpus.py b wrote)")
     ap.add_argument("--split", choices=("tune", "report", "all"), default="tune", help="with --set worklogs")

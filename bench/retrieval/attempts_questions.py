@@ -1,7 +1,7 @@
 """Has anyone tried X?" on the public worklogs: is the labelled attempt among the records `brain attempts` ranks
 first?
 
-    python bench/retrieval/attempts_questions.py [--set worklogs|worklogs_b|worklogs_c|worklogs_d|worklogs_e|worklogs_f|worklogs_g|worklogs_h|worklogs_i|worklogs_j|worklogs_k|worklogs_l|worklogs_m|worklogs_n|worklogs_o|worklogs_p|worklogs_q|worklogs_r|worklogs_s|worklogs_t|worklogs_u|worklogs_v|worklogs_w] [--root DIR] [--split tune|report|all]
+    python bench/retrieval/attempts_questions.py [--set worklogs|worklogs_b|worklogs_c|worklogs_d|worklogs_e|worklogs_f|worklogs_g|worklogs_h|worklogs_i|worklogs_j|worklogs_k|worklogs_l|worklogs_m|worklogs_n|worklogs_o|worklogs_p|worklogs_q|worklogs_r|worklogs_s|worklogs_t|worklogs_u|worklogs_v|worklogs_w|worklogs_x] [--root DIR] [--split tune|report|all]
                                                  [--k 3] [--home DIR] [--show]
 
 The worklogs (set A: ../shared/sample-corpora/worklogs; set B: the folder bench/retrieval/worklogs_corpus.py b

@@ -11,7 +11,7 @@ Sets (index name: corpora -> question files):
   code      ../shared/sample-corpora/kernel-code              -> eval_kernel_code
   worklogs  ../shared/sample-corpora/worklogs (no SOURCES.md) -> eval_worklogs
   worklogs_b the second worklog set (needs --worklogs-b DIR)   -> eval_worklogs_b
-  worklogs_c .. worklogs_w, the held-out worklog sets (--worklogs-c DIR ...) -> eval_worklogs_c .. _w (--split all)
+  worklogs_c .. worklogs_x, the held-out worklog sets (--worklogs-c DIR ...) -> eval_worklogs_c .. _x (--split all)
   cub       the CUDA toolkit's CUB headers                    -> eval_cub
   notebooks CUTLASS notebooks (needs --cutlass)              -> eval_notebooks
   docs      CUTLASS C++ docs (needs --cutlass)               -> eval_cutlass_docs

@@ -1,6 +1,6 @@
 """Export a worklog development set (B to N) from git mirrors of its public repositories.
 
-    python bench/retrieval/worklogs_corpus.py b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|s|t|u|v|w MIRRORS_DIR OUT_DIR
+    python bench/retrieval/worklogs_corpus.py b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q|r|s|t|u|v|w|x MIRRORS_DIR OUT_DIR
 
 Each file of bench/data/attempts_labels_worklogs_{b,...,n}.json's "_sources" is written to OUT_DIR byte for byte from
 `git show COMMIT:PATH` in MIRRORS_DIR/OWNER+NAME/repo (a bare mirror, as this workplace's fetch brings them;
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-SETS = "bcdefghijklmnopqrstuvw"  # the letters of the exported worklog sets (A is ../shared/sample-corpora's); the other
+SETS = "bcdefghijklmnopqrstuvwx"  # the letters of the exported worklog sets (A is ../shared/sample-corpora's); the other
 # bench scripts take them from here
 
 
