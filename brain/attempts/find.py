@@ -285,7 +285,7 @@ def _unread(secs: list[T.Section], candidates: list[int], taken: list[Unit]) -> 
         s = secs[k]
         if s.bold or FURNITURE.search(T.clean(s.title)) or any(
                 secs[a].future or EXPLAINING.search(secs[a].title) or META_PART.search(secs[a].title)
-                for a in _ancestors(secs, k)) or any(s.start <= u.start <= max(s.last, s.end) for u in taken):
+                for a in _ancestors(secs, k)) or any(s.start <= u.start <= s.last for u in taken):
             continue
         out.append(Unit("section", s.title, s.path, s.start, s.end, sec=k, hint="unread"))
     return out
