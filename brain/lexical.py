@@ -180,11 +180,15 @@ class LexicalIndex:
 
     @classmethod
     def load(cls, folder: Path) -> "LexicalIndex":
-        """Raises ValueError for an index saved by another INDEX_VERSION (the caller rebuilds it)."""
+        """Raises ValueError for an index saved by another INDEX_VERSION, or whose scores do not hold one document
+        per id (the caller rebuilds it)."""
         version = (folder / "version").read_text().strip() if (folder / "version").exists() else "1"
         if version != _version():
             raise ValueError(f"lexical index version {version}, expected {_version()}")
         ids = json.loads((folder / "ids.json").read_text())
         if not ids:
             return cls([], None)
-        return cls(ids, bm25s.BM25.load(str(folder), show_progress=False))
+        retriever = bm25s.BM25.load(str(folder), show_progress=False)
+        if retriever.scores["num_docs"] != len(ids):
+            raise ValueError(f"lexical index holds {retriever.scores['num_docs']} documents for {len(ids)} ids")
+        return cls(ids, retriever)

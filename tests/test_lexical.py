@@ -90,3 +90,51 @@ def test_lexical_cache_saves_race_without_error(tmp_path):
     assert any(cache.load(g) for g in range(1, 7))
     assert [p.name for p in cache.path.parent.iterdir() if p.name.startswith("lexical.")] == \
         ["lexical.lock"]  # no temporary or old folder left behind
+
+
+def test_a_cached_index_whose_scores_miss_its_ids_is_rebuilt_not_searched(tmp_path):
+    """A cache folder pairing one generation's ids with another's scores would break every filtered search
+    (mask and scores of different lengths): loading it is refused, so the snapshot rebuilds from its chunks."""
+    from brain.config import Settings
+    from brain.search.cache import LexicalCache
+
+    cache = LexicalCache(Settings(home=tmp_path / "home"))
+    cache.save(LexicalIndex.build(["a", "b", "c"], ["tma loads", "tensor memory", "swizzle"]), 4)
+    assert len(cache.load(4).ids) == 3
+    (cache.path / "ids.json").write_text('["a", "b"]')
+    assert cache.load(4) is None
+
+
+def test_a_cached_index_loads_whole_while_another_generation_is_saved(tmp_path):
+    """A served write saves generation N+1's cache while a reader loads generation N's: the reader gets N's ids
+    and scores together, or nothing."""
+    import threading
+
+    from brain.config import Settings
+    from brain.search.cache import LexicalCache
+
+    cache = LexicalCache(Settings(home=tmp_path / "home"))
+    small = LexicalIndex.build([f"s{i}" for i in range(9)], [f"tma loads {i}" for i in range(9)])
+    large = LexicalIndex.build([f"l{i}" for i in range(12)], [f"tensor memory {i}" for i in range(12)])
+    stop, torn = threading.Event(), []
+
+    def writer():
+        while not stop.is_set():
+            cache.save(small, 1)
+            cache.save(large, 2)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        loads = 0
+        while loads < 150:
+            for generation, size in ((1, 9), (2, 12)):
+                lex = cache.load(generation)
+                if lex is not None:
+                    loads += 1
+                    if len(lex.ids) != size or lex.retriever.scores["num_docs"] != size:
+                        torn.append((generation, len(lex.ids), lex.retriever.scores["num_docs"]))
+    finally:
+        stop.set()
+        t.join()
+    assert not torn, torn[:3]

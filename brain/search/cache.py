@@ -10,6 +10,7 @@ written best effort: a read-only home only costs the next reader time.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -101,8 +102,7 @@ class LexicalCache:
             try:
                 lex.save(tmp)
                 (tmp / "generation").write_text(str(generation))
-                with open(parent / "lexical.lock", "a") as lock:
-                    fcntl.flock(lock, fcntl.LOCK_EX)
+                with self._locked(fcntl.LOCK_EX):
                     if self.path.exists():
                         os.replace(self.path, old)
                     os.replace(tmp, self.path)
@@ -113,13 +113,32 @@ class LexicalCache:
             pass
 
     def load(self, generation: int) -> LexicalIndex | None:
-        """The cached bm25 index if it was built for `generation` (the snapshot also checks its ids match)."""
+        """The cached bm25 index if it was built for `generation` (the snapshot also checks its ids match). Its
+        files are read under a shared lock: a swap between reading its ids and its scores would pair one
+        generation's ids with another's scores."""
         try:
-            if int((self.path / "generation").read_text()) != generation:
-                return None
-            return LexicalIndex.load(self.path)
+            with self._locked(fcntl.LOCK_SH):
+                if int((self.path / "generation").read_text()) != generation:
+                    return None
+                return LexicalIndex.load(self.path)
         except (OSError, ValueError):
             return None
+
+    @contextlib.contextmanager
+    def _locked(self, how: int):
+        """Hold the home's lexical.lock; a read-only home has no lock to take and no writer to race."""
+        try:
+            lock = open(self.path.parent / "lexical.lock", "a")
+        except OSError:
+            if how == fcntl.LOCK_EX:
+                raise
+            lock = None
+        if lock is None:
+            yield
+            return
+        with lock:
+            fcntl.flock(lock, how)
+            yield
 
     def clear(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
