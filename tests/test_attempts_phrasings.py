@@ -641,3 +641,27 @@ def test_rust_criterion_output_reads_each_named_run_by_its_estimate():
     got = by_title(CRITERION_OUT)
     assert got["Welford Scalar"] == ("improved", (116434.0, 74668.5, "ns"))
     assert got["Welford Vectorized"] == ("improved", (74668.5, 48831.9, "ns"))
+
+
+def test_a_number_assigned_to_a_setting_is_not_the_before_of_an_arrow():
+    """`num_warps=4 → 1.642 ms` says which setting measured 1.642 ms, not that 4 ms fell to 1.642 ms."""
+    assert ratios("Sweeping (BLOCK_N, num_warps) yields best config: BLOCK_N=512, num_warps=4 → 1.642 ms") == \
+        [(None, 1.642, "ms", "lower")]  # what the setting measured, alone
+    assert ratios("The kernel went 4 → 1.642 ms") == [(4.0, 1.642, "ms", "lower")]
+
+
+def test_failure_words_of_correctness_and_builds_make_a_failed_verdict():
+    from brain.attempts import fields as F
+
+    assert F.word_verdict("Result: Correctness failure (max error 24.01)", False, "tried") == "failed"
+    assert F.word_verdict("Compiles but wrong layout (~15 max diff vs split store)", False, "tried") == "failed"
+    assert F.word_verdict("The build errors came from a missing header guard", False, "tried") == "failed"
+
+
+def test_a_negated_or_hoped_for_speedup_is_no_improvement():
+    from brain.attempts import fields as F
+
+    assert F.word_verdict("None of the CUDA kernels are yet faster than the FLA kernel.", False, "tried") == \
+        "inconclusive"
+    assert F.word_verdict("My CUDA code should be faster than this baseline.", False, "tried") == "inconclusive"
+    assert F.word_verdict("The CUDA kernel is 20% faster than the FLA kernel.", False, "tried") == "improved"

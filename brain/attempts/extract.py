@@ -25,7 +25,7 @@ from brain.attempts.units import better_of, canonical, header_metric, header_uni
 from brain.attempts.written import PROBLEMS, VERDICTS
 from brain.textfix import repair_mojibake
 
-EXTRACTOR_VERSION = 52  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
+EXTRACTOR_VERSION = 53  # bump when a rule changes (rules.py): every worklog is re-extracted at the next sync
 SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 PITCH_DOC = re.compile(r"contestant|proposal|\bpitch\b|\brfc\b", re.I)
 GENERIC_LABEL = re.compile(r"^(|time|latency|throughput|bandwidth|performance|perf|result|speed|runtime|"

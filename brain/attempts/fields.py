@@ -29,7 +29,7 @@ FAILED = re.compile(r"crash|(?-i:\bOOM\b)|illegal (memory access|instruction)|\b
                     r"does not contain|unsupported|\babort|\bfailed\b|sigabrt|\brefus|\breject|race cond|"
                     r"precision (issues?|errors?|problems?)|(too )?poor precision|does(?:n't| not) fit|\bnan\b|"
                     r"does(?:n't| not) compile|\bbug\b|could(?: not|n't) get|did(?: not|n't) manage|accuracy (?:collapse|"
-                    r"drop|degradation|loss)|gibberish|garbage output|incorrect (?:output|results?)|mismatch(?:es)?\b", _I)
+                    r"drop|degradation|loss)|gibberish|garbage output|incorrect (?:output|results?)|mismatch(?:es)?\b|(?:correctness|compil\w*|build|launch|runtime) (?:failure|errors?)|wrong (?:layout|output|answers?|values?)", _I)
 QUALITY_SAME = re.compile(r"\b(accuracy|correctness|outputs?|results?|numerics|quality|perplexity)\s+(is|was|are|were|"
                           r"stays?|stayed|remains?|remained)?\s*(unchanged|identical|the same|unaffected)", _I)
 SPECULATIVE = re.compile(r"\b(might|would|could|likely|expected|estimated?|probability|proposal|propose[sd]?|"
@@ -45,7 +45,9 @@ DONE = re.compile(r"\b(?:we|i)\s+(?:\w+ly\s+)?(?:then\s+|also\s+|now\s+|first\s+
 # a purpose or a possibility is no outcome: "to improve performance", "which may hurt occupancy", "improving X"
 INTENT = re.compile(r"\b(?:to|can|could|may|might|should|would|will|aim(?:s|ed)? (?:at|to)|in order to|designed to|"
                     r"helps?(?: to)?)\s+(?:\w+ly\s+)?(?:further\s+)?(?:improve|speed(?: \w+)? up|boost|hurt|"
-                    r"degrade|slow(?: \w+)? down|reduce|increase|benefit)\w*|\bimproving\b", _I)
+                    r"degrade|slow(?: \w+)? down|reduce|increase|benefit)\w*|\bimproving\b|"
+                    r"\b(?:should|would|will|must|could|might)\s+(?:\w+\s+)?be\s+(?:\w+\s+)?(?:faster|slower|better|worse)\b|"
+                    r"(?:\bnot|n't|\bnone of [^.;]{0,40}?)\s+(?:yet\s+|any\s+|much\s+|be\s+)*(?:faster|better)\b", _I)
 MEASURED = re.compile(r"\bmeasured\b|\bresults?\b|went from|took the", _I)
 PROBLEM_RX = [("dual_gemm", re.compile(r"dual[ _-]?gemm|\bdual M\d", _I)),
               ("group_gemm", re.compile(r"group(ed)?[ _-]?gemm|\bgroup G\d", _I)),

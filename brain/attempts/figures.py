@@ -68,6 +68,7 @@ COUNTED_BEFORE = re.compile(r"\b(instructions?|registers?|bytes|ops|operations|t
                             r"launches|iterations|waves|bits|loads|stores|count)\s+(?:\w+\s+){0,3}(?:from\s+)?$", _I)
 SHAPE = re.compile(r"(?<![\w.])\$?[MNK]\s*=\s*(?:[MNK]\s*=\s*)*\d+(?:\s*,\s*[MNKBLG]\s*=\s*\d+)*\$?|(?<![\w.])\d{3,5}\s*[x×]\s*"
                    r"\d{3,5}(?:\s*[x×]\s*\d{1,5})?(?![\w.])|\b(?:batch(?:[ _]size)?|bs|seq(?:len|_len)?)\s*[=:]?\s*\d+", _I)
+SETTING = re.compile(r"[A-Za-z_]\w*\s?=\s?$")  # a number assigned to a name just before it
 PARAM = re.compile(r"\b(tiles?|tile[_ ]?[mnk]|block[_ ]?(size|[mnk])?|stages?|warps?|threads?|splits?|unroll|registers?|"
                    r"clusters?|num_\w+|sizes?|width|depth|factor|chunks?|groups?|heads?|dims?|m|n|k|[A-Z_]{3,})[ _=]{0,3}"
                    r"(?:(?:is|was|goes|went|changed|increased|decreased|raised|lowered|set)\s+)?(?:from\s+)?$")
@@ -223,6 +224,8 @@ def _block_figures(blk: _Lines, states: bool) -> list[Fig]:
             unit = canonical(ux or uy or "")
             if unit in ("s", "x") and not (ux and uy):
                 unit = ""  # "2 -> 3 s" is rarely seconds; "4x -> 8" is a tile
+            if not ux and SETTING.search(text[max(0, m.start() - 40):m.start()]):
+                continue  # "num_warps=4 → 1.642 ms": a setting, then what it measured
             if not unit and (COUNTED.match(text[m.end():m.end() + 24]) or COUNTED_BEFORE.search(text[max(0, m.start() - 40):m.start()])):
                 continue  # "from 1,045 to 909 SASS instructions", "instructions increased from X to Y": counted
             if LIBRARY.search(re.split(r"(?<=[.!?])\s", text[max(0, m.start() - 160):m.start()])[-1]):

@@ -136,7 +136,8 @@ RULES = [
                 "/ d`, `A ... improvement over "
                 "the B` (B a previous version, not a library); inside program output only `time: 9.06 ms -> 10.58 ms`, one unit of a time or rate on both sides (a measurement line holding one is its step's pair); a unitless pair borrows a time unit written near it "
                 "unless a noun follows it (`909 SASS instructions`) or its subject is counted (`instructions increased from`); a pair whose sentence names cuBLAS, torch or "
-                "the reference kernel before it is that library's figure"),
+                "the reference kernel before it is that library's figure; a number assigned to a name is a setting, not a "
+                "before (`num_warps=4 → 1.642 ms`)"),
     ("figures", "ratios (`34% faster`, `7.5% slower`, `1.37x speedup`, `doubles the performance`, `the FOM improved by "
                 "68%`, `reduces the sampling time by 50%`, `throughput went up by 18%`, `slower (~2%)`, `a speedup of about 5.8x`, `15% decrease in step time`, `4% lower TPOT`, "
                 "`20% higher throughput` (a time or rate word must follow), Chinese `提升了50%` / `性能提升约 10 倍` (a rate up), "
@@ -206,9 +207,11 @@ RULES = [
     ("verdict", "no figure: speculative words without a measurement -> proposed (not for what was tried or listed, "
                 "a progression's step, nor text that says what its author did); in a dead-end list or a tried "
                 "paragraph a no-gain phrase -> neutral, failure words -> failed; a no-gain phrase -> neutral; crash "
-                "/ hang / OOM / wrong results / precision / bug / 'doesn't fit' words alone -> failed; more regression "
+                "/ hang / OOM / wrong results or layout / correctness, build or runtime failure / precision / bug / "
+                "'doesn't fit' words alone -> failed; more regression "
                 "than improvement words -> regressed; improvement words -> improved (Chinese too: 提升 / 加速 / 更快, 变慢 / 退化) (not words of purpose or "
-                "possibility: 'to improve', 'may hurt', 'improving'); a dead-end list's item -> neutral; else "
+                "possibility: 'to improve', 'may hurt', 'improving', 'should be faster', nor negated ones: 'none of "
+                "them is yet faster'); a dead-end list's item -> neutral; else "
                 "inconclusive ('accuracy is unchanged' says nothing of speed)"),
     ("scope", "gpu, dtype, shape: the deciding figure's size, else the first mention in the record's text, then in "
               "each heading up its path, else the one the document names most (a GPU model before an "
