@@ -29,7 +29,8 @@ FAILED = re.compile(r"crash|(?-i:\bOOM\b)|illegal (memory access|instruction)|\b
                     r"does not contain|unsupported|\babort|\bfailed\b|sigabrt|\brefus|\breject|race cond|"
                     r"precision (issues?|errors?|problems?)|(too )?poor precision|does(?:n't| not) fit|\bnan\b|"
                     r"does(?:n't| not) compile|\bbug\b|could(?: not|n't) get|did(?: not|n't) manage|accuracy (?:collapse|"
-                    r"drop|degradation|loss)|gibberish|garbage output|incorrect (?:output|results?)|mismatch(?:es)?\b|(?:correctness|compil\w*|build|launch|runtime) (?:failure|errors?)|wrong (?:layout|output|answers?|values?)", _I)
+                    r"drop|degradation|loss)|gibberish|garbage output|incorrect (?:output|results?)|mismatch(?:es)?\b|"
+                    r"(?:correctness|compil\w*|build|launch|runtime) (?:failure|errors?)|wrong (?:layout|output|answers?|values?)", _I)
 QUALITY_SAME = re.compile(r"\b(accuracy|correctness|outputs?|results?|numerics|quality|perplexity)\s+(is|was|are|were|"
                           r"stays?|stayed|remains?|remained)?\s*(unchanged|identical|the same|unaffected)", _I)
 SPECULATIVE = re.compile(r"\b(might|would|could|likely|expected|estimated?|probability|proposal|propose[sd]?|"
