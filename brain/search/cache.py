@@ -141,4 +141,8 @@ class LexicalCache:
             yield
 
     def clear(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        try:
+            with self._locked(fcntl.LOCK_EX):  # not under a reader: half a folder would load as a torn index
+                shutil.rmtree(self.path, ignore_errors=True)
+        except OSError:
+            pass
