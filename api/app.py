@@ -5,7 +5,8 @@ with `brain mcp`) so the first search does not pay for loading the embedding mod
 {"error": message}: BrainError -> 400 (404 when a source or document does not exist, 503 when the index
 itself cannot be opened or its write lease is busy), validation -> 422 with the offending fields (never the
 input echoed back: it may be no valid JSON at all, like inf or a lone surrogate), a body that cannot be
-parsed -> 400, anything else -> 500 with a short message (the traceback goes to the server log only); no
+parsed -> 400, anything else -> 500 with a short message (ContainErrors: the traceback goes to the server log
+only, and the connection stays open); no
 message names a server path or internal URL (api.errors). Every route's OpenAPI entry lists the error statuses
 it can answer with; OPTIONS and 405 name every method, and HEAD answers wherever GET does.
 
@@ -99,6 +100,33 @@ class RequestLimits:
                 return await JSONResponse({"error": f"request headers are over {MAX_HEADER_BYTES} bytes"},
                                           status_code=431)(scope, receive, send)
         return await self.app(scope, receive, send)
+
+
+class ContainErrors:
+    """An error no handler answered: a 500 with a short JSON message, the traceback to the server log only. It is
+    not raised on to the server, which would then close the connection and fail the keep-alive client's next
+    request as well. An error after the response started is raised on: that response cannot be mended."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def watched(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as e:
+            if started:
+                raise
+            log.exception("unhandled error on %s %s", scope["method"], scope["path"])
+            await JSONResponse({"error": f"internal error ({type(e).__name__}); the server log has the details"},
+                               status_code=500)(scope, receive, send)
 
 
 def too_large(limit: int) -> JSONResponse:
@@ -224,15 +252,10 @@ def create_app(settings: Settings, brain: Brain | None = None, host: str = "127.
         message, detail = validation_message(e.errors())
         return JSONResponse({"error": message, "detail": detail}, status_code=422)
 
-    @app.exception_handler(Exception)
-    async def crash(request: Request, e: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse({"error": f"internal error ({type(e).__name__}); the server log has the details"},
-                            status_code=500)
-
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     app.add_middleware(AllowMethods, fastapi=app)
     app.add_middleware(RequestLimits)
+    app.add_middleware(ContainErrors)  # outermost of ours: whatever escapes the routes and the layers above
     for r in (meta, search, sources, documents, kernels, attempts, page):
         document_errors(r.router.routes)
         app.include_router(r.router)

@@ -184,3 +184,26 @@ def test_mcp_streams_are_refused_and_requests_capped(served):
     finally:
         for s in held:
             s.close()
+
+
+def test_an_unexpected_error_leaves_the_connection_open_for_the_next_request(served, api_brain, monkeypatch):
+    """A 500 answers the request that hit the error; the same keep-alive connection then serves the next one
+    (a server that sees the error raised closes the connection, and the client's next request fails too)."""
+    import http.client
+
+    def boom(*a, **k):
+        raise RuntimeError("secret internals")
+    monkeypatch.setattr(api_brain, "search", boom)
+    port, _ = served
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        for _ in range(2):
+            conn.request("GET", "/search?q=tma")
+            r = conn.getresponse()
+            assert r.status == 500
+            assert b"internal error (RuntimeError)" in r.read()
+            conn.request("GET", "/health")
+            r = conn.getresponse()
+            assert r.status == 200 and b'"status":"ok"' in r.read()
+    finally:
+        conn.close()
